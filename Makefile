@@ -1,0 +1,149 @@
+# Steadfast - build, test, bench, fuzz and demo entry points.
+#
+# Sources are found by wildcard: every src/<module>/*.c and election/*.c goes
+# into libsteadfast.a, every test/unit/*.c into one criterion binary, every
+# test/integration/*.c into another. `make help` lists the targets.
+
+CC ?= cc
+O ?= build
+PKGS := libcurl yajl yaml-0.1 gnutls libuv
+TEST_PKGS := criterion
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
+CPPFLAGS += -Iinclude -D_GNU_SOURCE
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 $(WARN) -fno-strict-aliasing
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
+TEST_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+
+LIB_SRCS := $(sort $(wildcard src/*/*.c) $(wildcard election/*.c))
+MAIN_SRC := src/main.c
+UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
+INTEG_SRCS := $(sort $(wildcard test/integration/*.c))
+TESTLIB_SRCS := $(sort $(wildcard test/lib/*.c))
+FUZZ_SRCS := $(sort $(wildcard test/fuzz/fuzz_*.c))
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
+TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(O)/%.o)
+LIB := $(O)/libsteadfast.a
+BIN := $(O)/steadfast
+UNIT_BIN := $(O)/test/unit-tests
+INTEG_BIN := $(O)/test/integration-tests
+DEPS_STAMP := $(O)/.deps-ok
+
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+JOBS ?= 2
+
+.PHONY: all deps test unit integration bench fuzz fuzz-build asan lint format \
+	cluster-up cluster-down cluster-build demo clean help tidy-check
+
+all: $(BIN)
+
+help:
+	@echo "make            build $(BIN)"
+	@echo "make deps       install missing Debian packages (and Go if absent)"
+	@echo "make test       everything CI runs: build, unit, integration, fuzz regressions"
+	@echo "make unit       unit tests (no network)"
+	@echo "make integration  tests against a real local control plane"
+	@echo "make asan       ASan+UBSan build running unit and integration tests"
+	@echo "make fuzz       run each fuzz target for FUZZ_SECONDS (default 60)"
+	@echo "make bench      benchmarks; writes docs/benchmarks.md"
+	@echo "make lint       clang-format check and cppcheck"
+	@echo "make cluster-up / cluster-down   local control plane in .cluster/"
+	@echo "make demo       local control plane, our client against it"
+
+# --- dependencies -----------------------------------------------------------
+$(DEPS_STAMP): tools/deps.sh
+	@tools/deps.sh
+	@mkdir -p $(O) && touch $@
+
+deps:
+	@tools/deps.sh
+	@mkdir -p $(O) && touch $(DEPS_STAMP)
+
+# --- build ------------------------------------------------------------------
+$(O)/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(O)/test/%.o: test/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itest/lib $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(O)/$(MAIN_SRC:.c=.o) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(UNIT_BIN): $(UNIT_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
+
+$(INTEG_BIN): $(INTEG_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# --- tests ------------------------------------------------------------------
+unit: $(UNIT_BIN)
+	$(UNIT_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
+
+cluster-build: $(DEPS_STAMP)
+	@test/cluster/build.sh >/dev/null
+
+cluster-up: cluster-build
+	@test/cluster/up.sh $(CLUSTER_DIR)
+
+cluster-down:
+	@test/cluster/down.sh $(CLUSTER_DIR)
+
+# Integration tests start their own control plane in a temp dir (and stop it
+# whatever the outcome) unless STEADFAST_CLUSTER_ENV points at a running one.
+integration: $(INTEG_BIN) $(BIN) cluster-build
+	@tools/with-cluster.sh $(INTEG_BIN) --jobs=1 $(CRITERION_ARGS)
+
+test: all unit integration fuzz-regress
+	@tools/summary.sh $(O)/test-results
+
+# --- sanitizers, fuzzing, lint ----------------------------------------------
+asan:
+	$(MAKE) O=build-asan CC=clang \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" unit integration
+
+FUZZ_SECONDS ?= 60
+FUZZ_BINS := $(FUZZ_SRCS:test/fuzz/%.c=$(O)/fuzz/%)
+$(O)/fuzz/%: test/fuzz/%.c $(LIB_SRCS) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) \
+		-o $@ $< $(LIB_SRCS) $(PKG_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@tools/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+# Replays every kept corpus and crash input once (part of make test).
+fuzz-regress: fuzz-build
+	@tools/fuzz.sh regress 0 $(FUZZ_BINS)
+
+lint:
+	@tools/lint.sh
+
+format:
+	clang-format -i $(LIB_SRCS) $(MAIN_SRC) include/steadfast/*.h $(UNIT_SRCS) $(INTEG_SRCS)
+
+bench: all
+	@tools/bench.sh
+
+demo: all cluster-build
+	@tools/demo.sh
+
+clean:
+	rm -rf $(O) build-asan

@@ -1,0 +1,68 @@
+/*
+ * config.h - where the API server is and how to authenticate to it.
+ *
+ * Loads a kubeconfig the way client-go does (--kubeconfig, else $KUBECONFIG
+ * with several files merged in order, else in-cluster, else
+ * ~/.kube/config) or the in-cluster service-account files. The result is
+ * flat and ready for libcurl: inline certificate data is placed in anonymous
+ * in-memory files (memfd) and exposed as /proc/self/fd/N paths, because
+ * Debian's GnuTLS libcurl ignores certificate blobs. Every error names the
+ * file, the field and the problem.
+ */
+#ifndef STEADFAST_CONFIG_H
+#define STEADFAST_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sf_kube_config {
+	char *server;           /* "https://host:port", no trailing slash */
+	char *ca_file;          /* CA bundle path (or memfd path); NULL = system CAs */
+	char *client_cert_file; /* NULL when not using a client certificate */
+	char *client_key_file;
+	char *token;            /* static bearer token, or NULL */
+	char *token_file;       /* bearer token re-read when it changes, or NULL */
+	char *tls_server_name;  /* or NULL */
+	int insecure_skip_tls_verify;
+	char *namespace;        /* from the context / in-cluster file; "default" if unset */
+	char *context;          /* context name used ("" in-cluster) */
+	char *source;           /* for messages: file path(s) or "in-cluster" */
+	/* internal: memfds backing inline data (-1 if unused) and token cache */
+	int memfd[3];
+	char *token_cache;
+	int64_t token_mtime_ns;
+	int64_t token_size;
+	int64_t token_checked_ns;
+} sf_kube_config;
+
+/* Loads following client-go's precedence. explicit_path is --kubeconfig
+ * (NULL if not given); context overrides current-context (NULL = current).
+ * Returns 0 and *out, or a negative errno with a message in err. */
+int sf_kube_config_load(const char *explicit_path, const char *context,
+			sf_kube_config **out, char *err, size_t errlen);
+
+/* Loads and merges the given kubeconfig files in order (first file to set
+ * a map entry or current-context wins, as in client-go). */
+int sf_kube_config_load_files(const char *const *paths, size_t npaths, const char *context,
+			      sf_kube_config **out, char *err, size_t errlen);
+
+/* Parses one kubeconfig document from memory. name is used in messages;
+ * relative file paths inside resolve against base_dir (NULL = cwd). */
+int sf_kube_config_parse(const char *yaml, size_t len, const char *name, const char *base_dir,
+			 const char *context, sf_kube_config **out, char *err, size_t errlen);
+
+/* In-cluster: KUBERNETES_SERVICE_HOST/PORT and the service-account files
+ * token, ca.crt and namespace in sa_dir (NULL =
+ * /var/run/secrets/kubernetes.io/serviceaccount). */
+int sf_kube_config_in_cluster(const char *sa_dir, sf_kube_config **out, char *err, size_t errlen);
+
+/* The bearer token to send now: the static token, or token_file's content
+ * (trimmed), re-read when its mtime or size changed (checked at most once a
+ * second). Borrowed, valid until the next call. NULL when no token is
+ * configured. On a read error the last good token is kept and -errno
+ * returned through *err_out if non-NULL. */
+const char *sf_kube_config_token(sf_kube_config *c, int *err_out);
+
+void sf_kube_config_free(sf_kube_config *c);
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * json.h - read-only JSON views and reference-counted API objects.
+ *
+ * Decoded Kubernetes objects are kept as their minified JSON text, not as a
+ * tree: a cached object then costs about its JSON size. Fields are read with
+ * sf_jv views that scan the text on demand. The text is produced by
+ * sf_json_minify (or the stream decoders in watch.h), which validate with
+ * yajl, so views only ever walk well-formed JSON; they still never read past
+ * the view's bounds, whatever the bytes.
+ *
+ * sf_obj is immutable once built and shared by reference count: the cache
+ * holds one reference, a reconcile takes its own while it uses the object.
+ */
+#ifndef STEADFAST_JSON_H
+#define STEADFAST_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "steadfast/buf.h"
+
+typedef enum {
+	SF_JSON_NONE = 0, /* absent (missing member, index out of range) */
+	SF_JSON_NULL,
+	SF_JSON_FALSE,
+	SF_JSON_TRUE,
+	SF_JSON_NUMBER,
+	SF_JSON_STRING,
+	SF_JSON_ARRAY,
+	SF_JSON_OBJECT,
+} sf_json_type;
+
+/* A view of one JSON value: p points at its first byte, n is its length.
+ * p == NULL means absent. Views borrow the text they point into. */
+typedef struct sf_jv {
+	const char *p;
+	size_t n;
+} sf_jv;
+
+#define SF_JV_NONE ((sf_jv){NULL, 0})
+
+/* View of a whole text (leading/trailing whitespace ignored). */
+sf_jv sf_jv_root(const char *json, size_t len);
+sf_json_type sf_jv_type(sf_jv v);
+static inline int sf_jv_ok(sf_jv v) { return v.p != NULL; }
+
+/* Member of an object (SF_JV_NONE if v is not an object or has no key). */
+sf_jv sf_jv_get(sf_jv obj, const char *key);
+/* Element i of an array. */
+sf_jv sf_jv_at(sf_jv arr, size_t i);
+/* Follows a dotted path with optional [i] indexes: "spec.template.spec",
+ * "spec.components[0].template", "items[3].metadata.name". Keys that
+ * contain '.' or '[' (label keys) must be looked up with sf_jv_get. */
+sf_jv sf_jv_path(sf_jv v, const char *path);
+/* Number of elements or members; 0 for scalars. */
+size_t sf_jv_len(sf_jv v);
+
+/* Iterates the members of an object or the elements of an array. */
+typedef struct sf_jv_iter {
+	const char *pos;
+	const char *end;
+	int object;
+} sf_jv_iter;
+sf_jv_iter sf_jv_iter_init(sf_jv container);
+/* Returns 1 and the next element (key is the member's name as a string view,
+ * SF_JV_NONE for arrays), or 0 at the end. */
+int sf_jv_next(sf_jv_iter *it, sf_jv *key, sf_jv *val);
+
+/* Strings. Escapes are decoded (including \uXXXX and surrogate pairs). */
+char *sf_jv_strdup(sf_jv s); /* malloc'd, NULL if not a string */
+/* Into buf (NUL-terminated): returns length, -EINVAL not a string,
+ * -ERANGE buf too small. */
+int sf_jv_str(sf_jv s, char *buf, size_t cap);
+/* 1 if s is a string equal to lit, else 0. */
+int sf_jv_streq(sf_jv s, const char *lit);
+/* Integers (no fraction or exponent): 0, -EINVAL, -ERANGE. */
+int sf_jv_int64(sf_jv v, int64_t *out);
+/* Booleans: 0 and *out = 0/1, or -EINVAL. */
+int sf_jv_bool(sf_jv v, int *out);
+
+/* Validates in[0..len) with yajl and appends its minified form to out.
+ * Returns 0, or -EBADMSG with a message (position and reason) in err. */
+int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t errlen);
+
+/* ---- API objects ---- */
+
+typedef struct sf_obj {
+	unsigned refs;
+	uint32_t len; /* of json */
+	/* metadata, NUL-terminated, "" when absent; point into this allocation */
+	const char *ns;
+	const char *name;
+	const char *uid;
+	const char *rv; /* resourceVersion */
+	const char *json; /* minified, NUL-terminated */
+} sf_obj;
+
+/* Copies already minified JSON (from sf_json_minify or a stream decoder)
+ * into a new object with refs = 1. Returns NULL if the text is not a JSON
+ * object or on -ENOMEM. */
+sf_obj *sf_obj_new(const char *minified, size_t len);
+/* Validates, minifies and wraps arbitrary JSON text; NULL with err set. */
+sf_obj *sf_obj_parse(const char *text, size_t len, char *err, size_t errlen);
+sf_obj *sf_obj_ref(sf_obj *o);
+void sf_obj_unref(sf_obj *o); /* NULL is a no-op; frees at zero */
+static inline sf_jv sf_obj_root(const sf_obj *o) { return (sf_jv){o->json, o->len}; }
+/* Bytes this object occupies in memory (for cache accounting). */
+size_t sf_obj_size(const sf_obj *o);
+
+#endif
