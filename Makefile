@@ -4,6 +4,7 @@
 # into libsteadfast.a, every test/unit/*.c into one criterion binary, every
 # test/integration/*.c into another. `make help` lists the targets.
 
+SHELL := /bin/bash
 CC ?= cc
 O ?= build
 PKGS := libcurl yajl yaml-0.1 gnutls libuv
@@ -92,7 +93,7 @@ $(INTEG_BIN): $(INTEG_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
 
 # --- tests ------------------------------------------------------------------
 unit: $(UNIT_BIN)
-	$(UNIT_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
+	@RESULTS=$(O)/test-results tools/run-tests.sh unit $(UNIT_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
 
 cluster-build: $(DEPS_STAMP)
 	@test/cluster/build.sh >/dev/null
@@ -106,9 +107,12 @@ cluster-down:
 # Integration tests start their own control plane in a temp dir (and stop it
 # whatever the outcome) unless STEADFAST_CLUSTER_ENV points at a running one.
 integration: $(INTEG_BIN) $(BIN) cluster-build
-	@tools/with-cluster.sh $(INTEG_BIN) --jobs=1 $(CRITERION_ARGS)
+	@RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
+		$(INTEG_BIN) --jobs=1 $(CRITERION_ARGS)
 
-test: all unit integration fuzz-regress
+test: all
+	@rm -rf $(O)/test-results
+	@$(MAKE) --no-print-directory unit integration fuzz-regress
 	@tools/summary.sh $(O)/test-results
 
 # --- sanitizers, fuzzing, lint ----------------------------------------------

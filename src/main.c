@@ -1,1 +1,134 @@
-int main(void){return 0;}
+/*
+ * main.c - the steadfast command: a thin layer of flags over the library.
+ *
+ *   steadfast --version
+ *   steadfast cluster-info [--kubeconfig PATH] [--context NAME]
+ *       connects with the configured credentials and prints the API
+ *       server's address and version (used by `make demo`).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "steadfast/client.h"
+#include "steadfast/config.h"
+#include "steadfast/log.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: steadfast --version\n"
+		   "       steadfast cluster-info [--kubeconfig PATH] [--context NAME]\n");
+}
+
+typedef struct info_ctx {
+	int done;
+	int rc;
+	const sf_kube_config *cfg;
+} info_ctx;
+
+static void on_version(void *ud, const sf_kube_result *r)
+{
+	info_ctx *x = ud;
+	x->done = 1;
+	if (!sf_kube_ok(r) || !r->obj) {
+		char buf[512];
+		fprintf(stderr, "steadfast: GET %s/version: %s\n", x->cfg->server,
+			sf_kube_result_str(r, buf, sizeof(buf)));
+		x->rc = 1;
+		return;
+	}
+	char ver[64] = "", plat[64] = "";
+	sf_jv_str(sf_jv_get(sf_obj_root(r->obj), "gitVersion"), ver, sizeof(ver));
+	sf_jv_str(sf_jv_get(sf_obj_root(r->obj), "platform"), plat, sizeof(plat));
+	printf("Kubernetes control plane is running at %s\n", x->cfg->server);
+	printf("Server version: %s (%s)\n", ver, plat);
+	printf("Credentials: %s (context %s, namespace %s)\n", x->cfg->source,
+	       x->cfg->context && *x->cfg->context ? x->cfg->context : "-", x->cfg->namespace);
+}
+
+static void on_closed(void *ud)
+{
+	(void)ud;
+}
+
+static int cmd_cluster_info(int argc, char **argv)
+{
+	const char *kubeconfig = NULL, *context = NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = NULL;
+		if (strncmp(a, "--kubeconfig=", 13) == 0) {
+			kubeconfig = a + 13;
+		} else if (strncmp(a, "--context=", 10) == 0) {
+			context = a + 10;
+		} else if ((strcmp(a, "--kubeconfig") == 0 || strcmp(a, "--context") == 0)) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "steadfast: flag %s needs a value\n", a);
+				return 2;
+			}
+			v = argv[++i];
+			if (a[2] == 'k')
+				kubeconfig = v;
+			else
+				context = v;
+		} else {
+			fprintf(stderr, "steadfast: unknown flag %s\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	char err[1024];
+	sf_kube_config *cfg;
+	int rc = sf_kube_config_load(kubeconfig, context, &cfg, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "steadfast: %s\n", err);
+		return 1;
+	}
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	sf_kube_client *c;
+	rc = sf_kube_client_new(&loop, cfg, NULL, &c);
+	if (rc) {
+		fprintf(stderr, "steadfast: client: %s\n", strerror(-rc));
+		sf_kube_config_free(cfg);
+		return 1;
+	}
+	info_ctx x = {.cfg = cfg};
+	sf_kube_req req = {.method = "GET", .path = "/version", .timeout_ms = 10000};
+	rc = sf_kube_do(c, &req, on_version, &x, NULL);
+	if (rc) {
+		fprintf(stderr, "steadfast: request: %s\n", strerror(-rc));
+		x.rc = 1;
+	} else {
+		while (!x.done && uv_run(&loop, UV_RUN_ONCE))
+			;
+	}
+	sf_kube_client_close(c, on_closed, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	sf_kube_config_free(cfg);
+	return x.rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("steadfast %s\n", SF_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "cluster-info") == 0)
+		return cmd_cluster_info(argc - 2, argv + 2);
+	fprintf(stderr, "steadfast: unknown command %s\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

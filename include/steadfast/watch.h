@@ -48,8 +48,9 @@ unsigned long sf_watch_decoder_count(const sf_watch_decoder *d);
 
 /* LIST bodies: each element of "items" is handed over as an sf_obj (the
  * callee owns it). The list's metadata is available after finish. A
- * response that is a metav1.Status (kind "Status") is reported through
- * sf_list_decoder_status. */
+ * response that is a metav1.Status decodes without error (and without
+ * items); sf_list_decoder_kind then returns "Status". max_item_bytes caps
+ * one item, and also the list's bytes outside items (0 = 16 MiB). */
 typedef int (*sf_list_item_fn)(void *ud, sf_obj *item);
 typedef struct sf_list_decoder sf_list_decoder;
 
@@ -62,6 +63,9 @@ const char *sf_list_decoder_error(const sf_list_decoder *d);
  * valid until free. */
 const char *sf_list_decoder_rv(const sf_list_decoder *d);
 const char *sf_list_decoder_continue(const sf_list_decoder *d);
+/* Top-level "kind" of the body ("PodList", "Status", ...; "" if absent);
+ * valid until free. */
+const char *sf_list_decoder_kind(const sf_list_decoder *d);
 /* metadata.remainingItemCount, -1 if absent. */
 long long sf_list_decoder_remaining(const sf_list_decoder *d);
 unsigned long sf_list_decoder_count(const sf_list_decoder *d);

@@ -1,0 +1,747 @@
+/*
+ * reflector.c - keeps an sf_store in step with one resource type (cache.h).
+ *
+ * A small state machine on the loop, after client-go's Reflector:
+ *
+ *   LIST    paged quorum LIST (limit, continue tokens), streamed into a store
+ *           replace pass; the list's resourceVersion becomes the watch's
+ *           starting point. A 410 while paging (expired continue token)
+ *           restarts the list from its first page.
+ *   WATCH   from the newest resourceVersion with allowWatchBookmarks and a
+ *           timeoutSeconds drawn from [min, max); events go to the store.
+ *           When the server ends the stream we watch again from the last
+ *           resourceVersion seen (events or bookmarks).
+ *   WAIT    a backoff timer before retrying a failed list or watch.
+ *
+ * 410 Gone / Expired (HTTP status or an ERROR event with code 410) means
+ * the resourceVersion is compacted away: the store is re-listed with a
+ * replace pass, which emits deletes for objects that vanished meanwhile.
+ * Other failures back off exponentially (800 ms doubling to 30 s, plus up to
+ * 100% jitter; the delay restarts at 800 ms after two calm minutes) and then
+ * retry what failed. A malformed or truncated stream is logged as an error
+ * and re-watched from the last good resourceVersion. A watch that ends
+ * within a second without any event counts as a failure too, so a server
+ * that closes watches at once cannot make us spin.
+ *
+ * The reflector never frees itself: handlers may stop it from inside an
+ * event, in which case the stream is aborted by returning non-zero from the
+ * event callback rather than by cancelling the call underneath itself.
+ */
+#include "steadfast/cache.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "steadfast/log.h"
+#include "steadfast/time.h"
+
+#define LOGGER "cache.reflector"
+
+typedef enum {
+	ST_IDLE = 0, /* not started */
+	ST_LISTING,
+	ST_WATCHING,
+	ST_WAITING,  /* backoff timer armed */
+	ST_STOPPING,
+	ST_STOPPED,
+} refl_state;
+
+/* What to do when the in-flight call ends or the timer fires. */
+typedef enum {
+	NEXT_NONE = 0,
+	NEXT_LIST,        /* (re)list from the first page */
+	NEXT_WATCH,       /* watch again now */
+	NEXT_WATCH_BACKOFF,
+} refl_next;
+
+struct sf_reflector {
+	uv_loop_t *loop;
+	sf_kube_client *client;
+	sf_store *store;
+	const sf_gvr *gvr;
+	char *ns, *label_selector, *field_selector, *name;
+	long page_size;
+	long watch_min_s, watch_max_s;
+	long backoff_initial_ms, backoff_max_ms, backoff_reset_ms;
+	double jitter;
+	void (*on_rv)(void *ud, const char *rv);
+	void (*on_synced)(void *ud);
+	void *ud;
+
+	refl_state state;
+	refl_next next;    /* requested while a call is in flight */
+	refl_next wait_for; /* what the armed timer does */
+	sf_kube_call *call;
+	int in_stream_cb;  /* inside an item/event callback of call */
+	uv_timer_t *timer; /* NULL until started; freed in its close callback */
+	int closing;       /* handles/calls still to finish during stop */
+	void (*stop_cb)(void *ud);
+	void *stop_ud;
+
+	char *cont;        /* continue token of the list in progress */
+	int list_open;     /* a store replace pass is open */
+	int listed_once;
+	int synced;
+	char *last_rv;     /* newest seen */
+	char *watch_rv;    /* next watch starts here */
+	char *rewatch_rv;  /* test hook override for the next watch */
+	int64_t watch_start_ns;
+	unsigned long watch_events;
+	unsigned gone_streak; /* 410s without a successful watch in between */
+
+	long backoff_cur_ms;
+	int64_t last_failure_ns;
+	uint64_t rng;
+
+	sf_reflector_stats stats;
+};
+
+static void list_start(sf_reflector *r);
+static void watch_start(sf_reflector *r);
+
+/* ---- helpers ---- */
+
+static int set_str(char **dst, const char *src)
+{
+	char *c = strdup(src ? src : "");
+	if (!c)
+		return -ENOMEM;
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+static uint64_t rng_next(sf_reflector *r)
+{
+	/* xorshift64* */
+	uint64_t x = r->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	r->rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static double rng_unit(sf_reflector *r)
+{
+	return (double)(rng_next(r) >> 11) / (double)(1ULL << 53);
+}
+
+static void advance_rv(sf_reflector *r, const char *rv)
+{
+	if (!rv || !*rv || sf_rv_cmp(rv, r->last_rv) <= 0)
+		return;
+	if (set_str(&r->last_rv, rv))
+		return;
+	if (r->on_rv)
+		r->on_rv(r->ud, r->last_rv);
+}
+
+static const char *num(char buf[24], long long v)
+{
+	return sf_log_int(buf, v);
+}
+
+static int stopping(const sf_reflector *r)
+{
+	return r->state == ST_STOPPING || r->state == ST_STOPPED;
+}
+
+/* ---- stop ---- */
+
+static void maybe_stopped(sf_reflector *r)
+{
+	if (r->state != ST_STOPPING || r->closing)
+		return;
+	r->state = ST_STOPPED;
+	sf_log_debug(LOGGER, "stopped", "resource", r->name, NULL);
+	if (r->stop_cb)
+		r->stop_cb(r->stop_ud);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	sf_reflector *r = h->data;
+	free(h);
+	r->closing--;
+	maybe_stopped(r);
+}
+
+void sf_reflector_stop(sf_reflector *r, void (*cb)(void *ud), void *ud)
+{
+	if (stopping(r))
+		return;
+	refl_state was = r->state;
+	r->state = ST_STOPPING;
+	r->stop_cb = cb;
+	r->stop_ud = ud;
+	if (r->list_open) {
+		sf_store_replace_abort(r->store);
+		r->list_open = 0;
+	}
+	if (r->timer) {
+		uv_timer_stop(r->timer);
+		r->closing++;
+		uv_close((uv_handle_t *)r->timer, on_timer_closed);
+		r->timer = NULL;
+	}
+	if (r->call) {
+		/* Its callback ends the call; from inside a stream callback the
+		 * non-zero return aborts it instead. */
+		r->closing++;
+		if (!r->in_stream_cb)
+			sf_kube_call_cancel(r->call);
+	}
+	if (was == ST_IDLE && !r->closing) {
+		/* never started: nothing to wait for, but cb still runs once */
+		r->state = ST_STOPPED;
+		if (cb)
+			cb(ud);
+		return;
+	}
+	maybe_stopped(r);
+}
+
+/* ---- backoff ---- */
+
+static void on_timer(uv_timer_t *t)
+{
+	sf_reflector *r = t->data;
+	if (r->state != ST_WAITING)
+		return;
+	refl_next what = r->wait_for;
+	r->wait_for = NEXT_NONE;
+	if (what == NEXT_LIST)
+		list_start(r);
+	else
+		watch_start(r);
+}
+
+static void arm(sf_reflector *r, refl_next what, uint64_t delay_ms)
+{
+	r->state = ST_WAITING;
+	r->wait_for = what;
+	uv_timer_start(r->timer, on_timer, delay_ms, 0);
+}
+
+/* Schedules `what` after the next backoff delay. */
+static void backoff(sf_reflector *r, refl_next what)
+{
+	int64_t now = sf_mono_ns();
+	if (!r->backoff_cur_ms ||
+	    (r->last_failure_ns && now - r->last_failure_ns > r->backoff_reset_ms * SF_NSEC_PER_MSEC))
+		r->backoff_cur_ms = r->backoff_initial_ms;
+	r->last_failure_ns = now;
+	double d = (double)r->backoff_cur_ms;
+	if (r->jitter > 0)
+		d += rng_unit(r) * r->jitter * d;
+	r->backoff_cur_ms = r->backoff_cur_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms
+								     : r->backoff_cur_ms * 2;
+	r->stats.backoffs++;
+	char b1[24];
+	sf_log_debug(LOGGER, "retrying after backoff", "resource", r->name, "action",
+		     what == NEXT_LIST ? "list" : "watch", "delayMs", num(b1, (long long)d), NULL);
+	arm(r, what, (uint64_t)d);
+}
+
+static void result_error(sf_reflector *r, const char *what, const sf_kube_result *res)
+{
+	char line[512];
+	r->stats.errors++;
+	sf_log_error(LOGGER, what, "resource", r->name, "error",
+		     sf_kube_result_str(res, line, sizeof(line)), NULL);
+}
+
+/* ---- list ---- */
+
+static int on_list_item(void *ud, sf_obj *item)
+{
+	sf_reflector *r = ud;
+	if (stopping(r) || !r->list_open) {
+		sf_obj_unref(item);
+		return 1;
+	}
+	r->in_stream_cb = 1;
+	int rc = sf_store_replace_item(r->store, item);
+	r->in_stream_cb = 0;
+	if (rc) {
+		char b[24];
+		sf_log_error(LOGGER, "cannot store listed object", "resource", r->name, "namespace",
+			     item->ns, "name", item->name, "errno", num(b, rc), NULL);
+	}
+	sf_obj_unref(item);
+	return stopping(r) || r->next != NEXT_NONE;
+}
+
+static void list_finish(sf_reflector *r, const char *rv)
+{
+	size_t deleted = sf_store_replace_end(r->store);
+	r->list_open = 0;
+	r->stats.lists++;
+	r->stats.deleted_on_relist += deleted;
+	set_str(&r->watch_rv, rv);
+	r->synced = 1;
+	char b1[24], b2[24];
+	sf_log_info(LOGGER, "list applied", "resource", r->name, "resourceVersion", rv, "objects",
+		    num(b1, (long long)sf_store_len(r->store)), "deleted", num(b2, (long long)deleted),
+		    NULL);
+	advance_rv(r, rv);
+	if (stopping(r))
+		return;
+	if (r->on_synced)
+		r->on_synced(r->ud);
+	if (stopping(r))
+		return;
+	if (r->next == NEXT_LIST) {
+		r->next = NEXT_NONE;
+		list_start(r);
+		return;
+	}
+	r->next = NEXT_NONE;
+	watch_start(r);
+}
+
+static void on_list_done(void *ud, const sf_kube_result *res)
+{
+	sf_reflector *r = ud;
+	r->call = NULL;
+	if (stopping(r)) {
+		r->closing--;
+		maybe_stopped(r);
+		return;
+	}
+	if (r->next == NEXT_LIST) {
+		/* a relist was asked for while listing: start over */
+		r->next = NEXT_NONE;
+		free(r->cont);
+		r->cont = NULL;
+		list_start(r);
+		return;
+	}
+	if (sf_kube_ok(res) && !res->err) {
+		r->stats.list_pages++;
+		if (res->list_continue && *res->list_continue) {
+			if (set_str(&r->cont, res->list_continue))
+				goto fail_local;
+			list_start(r);
+			return;
+		}
+		free(r->cont);
+		r->cont = NULL;
+		list_finish(r, res->list_rv ? res->list_rv : "");
+		return;
+	}
+	free(r->cont);
+	r->cont = NULL;
+	if (r->list_open) {
+		sf_store_replace_abort(r->store);
+		r->list_open = 0;
+	}
+	if (!res->err && sf_kube_is_expired(res)) {
+		/* the continue token (or its snapshot) expired: start over */
+		r->stats.gone++;
+		sf_log_info(LOGGER, "list page expired, listing again", "resource", r->name,
+			    "message", res->errmsg, NULL);
+		if (++r->gone_streak > 1)
+			backoff(r, NEXT_LIST);
+		else
+			list_start(r);
+		return;
+	}
+	if (res->err == -EBADMSG || res->err == -E2BIG)
+		r->stats.decode_errors++;
+	result_error(r, "list failed", res);
+	backoff(r, NEXT_LIST);
+	return;
+fail_local:
+	if (r->list_open) {
+		sf_store_replace_abort(r->store);
+		r->list_open = 0;
+	}
+	r->stats.errors++;
+	backoff(r, NEXT_LIST);
+}
+
+static void list_start(sf_reflector *r)
+{
+	if (!r->cont) {
+		/* first page: a new replace pass */
+		if (r->listed_once)
+			r->stats.relists++;
+		r->listed_once = 1;
+		sf_store_replace_begin(r->store);
+		r->list_open = 1;
+	}
+	sf_kube_list_opts o = {
+		.label_selector = r->label_selector,
+		.field_selector = r->field_selector,
+		.limit = r->page_size > 0 ? r->page_size : 0,
+		.continue_token = r->cont,
+		.resource_version = "", /* quorum read: never older than the last write */
+	};
+	r->state = ST_LISTING;
+	int rc = sf_kube_list(r->client, r->gvr, r->ns, &o, on_list_item, on_list_done, r, &r->call);
+	if (rc) {
+		char b[24];
+		r->call = NULL;
+		r->stats.errors++;
+		sf_log_error(LOGGER, "cannot start list", "resource", r->name, "errno", num(b, rc),
+			     NULL);
+		free(r->cont);
+		r->cont = NULL;
+		sf_store_replace_abort(r->store);
+		r->list_open = 0;
+		backoff(r, NEXT_LIST);
+	}
+}
+
+/* ---- watch ---- */
+
+static void watch_error_event(sf_reflector *r, sf_obj *st)
+{
+	sf_jv root = sf_obj_root(st);
+	int64_t code = 0;
+	sf_jv_int64(sf_jv_get(root, "code"), &code);
+	char reason[64] = "", msg[256] = "";
+	sf_jv_str(sf_jv_get(root, "reason"), reason, sizeof(reason));
+	sf_jv_str(sf_jv_get(root, "message"), msg, sizeof(msg));
+	char b[24];
+	if (code == 410 || strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0) {
+		r->stats.gone++;
+		r->gone_streak++;
+		sf_log_info(LOGGER, "watch expired, listing again", "resource", r->name,
+			    "resourceVersion", r->watch_rv, "message", msg, NULL);
+		r->next = NEXT_LIST;
+		return;
+	}
+	r->stats.errors++;
+	sf_log_error(LOGGER, "watch error event", "resource", r->name, "code", num(b, code),
+		     "reason", reason, "message", msg, NULL);
+	r->next = NEXT_WATCH_BACKOFF;
+}
+
+static void apply_delete(sf_reflector *r, sf_obj *obj)
+{
+	sf_obj *cur = sf_store_get_ns(r->store, obj->ns, obj->name);
+	if (!cur)
+		return; /* unknown: nothing to do */
+	if (cur->uid[0] && obj->uid[0] && strcmp(cur->uid, obj->uid) != 0)
+		return; /* a newer object of the same name */
+	sf_store_delete(r->store, obj);
+}
+
+/* A successful watch event: the watch works and its RV is the new start. */
+static void note_rv(sf_reflector *r, const char *rv)
+{
+	r->gone_streak = 0;
+	if (!rv || !*rv)
+		return;
+	set_str(&r->watch_rv, rv);
+	advance_rv(r, rv);
+}
+
+static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
+{
+	sf_reflector *r = ud;
+	if (stopping(r) || r->next != NEXT_NONE) {
+		sf_obj_unref(obj);
+		return 1;
+	}
+	int rc;
+	char b[24];
+	r->in_stream_cb = 1;
+	switch (type) {
+	case SF_WATCH_ADDED:
+	case SF_WATCH_MODIFIED:
+		r->watch_events++;
+		r->stats.events++;
+		rc = sf_store_upsert(r->store, obj);
+		if (rc)
+			sf_log_error(LOGGER, "cannot store object", "resource", r->name, "namespace",
+				     obj->ns, "name", obj->name, "errno", num(b, rc), NULL);
+		note_rv(r, obj->rv);
+		break;
+	case SF_WATCH_DELETED:
+		r->watch_events++;
+		r->stats.events++;
+		apply_delete(r, obj);
+		note_rv(r, obj->rv);
+		break;
+	case SF_WATCH_BOOKMARK:
+		r->watch_events++;
+		r->stats.bookmarks++;
+		note_rv(r, obj->rv);
+		break;
+	case SF_WATCH_ERROR:
+		watch_error_event(r, obj);
+		break;
+	}
+	r->in_stream_cb = 0;
+	sf_obj_unref(obj);
+	return stopping(r) || r->next != NEXT_NONE;
+}
+
+static void on_watch_done(void *ud, const sf_kube_result *res)
+{
+	sf_reflector *r = ud;
+	r->call = NULL;
+	if (stopping(r)) {
+		r->closing--;
+		maybe_stopped(r);
+		return;
+	}
+	refl_next next = r->next;
+	r->next = NEXT_NONE;
+	int64_t lasted_ns = sf_mono_ns() - r->watch_start_ns;
+	char b1[24], b2[24];
+	if (next == NEXT_LIST) {
+		/* 410 twice in a row without a working watch: back off */
+		if (r->gone_streak > 1)
+			backoff(r, NEXT_LIST);
+		else
+			list_start(r);
+		return;
+	}
+	if (next == NEXT_WATCH) {
+		watch_start(r);
+		return;
+	}
+	if (next == NEXT_WATCH_BACKOFF) {
+		backoff(r, NEXT_WATCH);
+		return;
+	}
+	if (!res->err && sf_kube_ok(res)) {
+		if (lasted_ns < SF_NSEC_PER_SEC && r->watch_events == 0) {
+			r->stats.errors++;
+			sf_log_warn(LOGGER, "very short watch", "resource", r->name,
+				    "resourceVersion", r->watch_rv, "ms",
+				    num(b1, lasted_ns / SF_NSEC_PER_MSEC), NULL);
+			backoff(r, NEXT_WATCH);
+			return;
+		}
+		r->gone_streak = 0;
+		sf_log_debug(LOGGER, "watch ended", "resource", r->name, "events",
+			     num(b1, (long long)r->watch_events), "resourceVersion", r->watch_rv, NULL);
+		watch_start(r);
+		return;
+	}
+	if (!res->err && sf_kube_is_expired(res)) {
+		r->stats.gone++;
+		sf_log_info(LOGGER, "watch resourceVersion gone, listing again", "resource", r->name,
+			    "resourceVersion", r->watch_rv, "message", res->errmsg, NULL);
+		if (++r->gone_streak > 1)
+			backoff(r, NEXT_LIST);
+		else
+			list_start(r);
+		return;
+	}
+	if (res->err == -EBADMSG || res->err == -E2BIG) {
+		r->stats.errors++;
+		r->stats.decode_errors++;
+		sf_log_error(LOGGER, "malformed watch stream", "resource", r->name, "error",
+			     res->errmsg ? res->errmsg : "", "events",
+			     num(b1, (long long)r->watch_events), "resourceVersion", r->watch_rv,
+			     "errno", num(b2, res->err), NULL);
+		backoff(r, NEXT_WATCH);
+		return;
+	}
+	result_error(r, "watch failed", res);
+	backoff(r, NEXT_WATCH);
+}
+
+static void watch_start(sf_reflector *r)
+{
+	if (r->rewatch_rv) {
+		free(r->watch_rv);
+		r->watch_rv = r->rewatch_rv;
+		r->rewatch_rv = NULL;
+	}
+	long to = r->watch_min_s;
+	if (r->watch_max_s > r->watch_min_s)
+		to += (long)(rng_next(r) % (uint64_t)(r->watch_max_s - r->watch_min_s));
+	sf_kube_list_opts o = {
+		.label_selector = r->label_selector,
+		.field_selector = r->field_selector,
+		.resource_version = r->watch_rv,
+		.timeout_seconds = to,
+		.allow_bookmarks = 1,
+	};
+	r->state = ST_WATCHING;
+	r->watch_events = 0;
+	r->watch_start_ns = sf_mono_ns();
+	r->stats.watches++;
+	int rc = sf_kube_watch(r->client, r->gvr, r->ns, &o, on_watch_event, on_watch_done, r,
+			       &r->call);
+	if (rc) {
+		char b[24];
+		r->call = NULL;
+		r->stats.errors++;
+		sf_log_error(LOGGER, "cannot start watch", "resource", r->name, "errno", num(b, rc),
+			     NULL);
+		backoff(r, NEXT_WATCH);
+		return;
+	}
+	char b1[24];
+	sf_log_debug(LOGGER, "watching", "resource", r->name, "resourceVersion", r->watch_rv,
+		     "timeoutSeconds", num(b1, to), NULL);
+}
+
+/* ---- public ---- */
+
+int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
+		     const sf_reflector_opts *opts, sf_reflector **out)
+{
+	if (!loop || !client || !store || !opts || !opts->gvr || !opts->gvr->resource)
+		return -EINVAL;
+	int rc = -ENOMEM;
+	sf_reflector *r = calloc(1, sizeof(*r));
+	if (!r)
+		return rc;
+	r->loop = loop;
+	r->client = client;
+	r->store = store;
+	r->gvr = opts->gvr;
+	r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
+	r->watch_min_s = opts->watch_min_s > 0 ? opts->watch_min_s : 300;
+	r->watch_max_s = opts->watch_max_s > 0 ? opts->watch_max_s : 600;
+	if (r->watch_max_s < r->watch_min_s)
+		r->watch_max_s = r->watch_min_s;
+	r->backoff_initial_ms = opts->backoff_initial_ms > 0 ? opts->backoff_initial_ms : 800;
+	r->backoff_max_ms = opts->backoff_max_ms > 0 ? opts->backoff_max_ms : 30000;
+	if (r->backoff_max_ms < r->backoff_initial_ms)
+		r->backoff_max_ms = r->backoff_initial_ms;
+	r->backoff_reset_ms = opts->backoff_reset_ms > 0 ? opts->backoff_reset_ms : 120000;
+	r->jitter = opts->backoff_jitter == 0 ? 1.0 : opts->backoff_jitter;
+	r->on_rv = opts->on_rv;
+	r->on_synced = opts->on_synced;
+	r->ud = opts->ud;
+	r->rng = (uint64_t)sf_mono_ns() ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9e3779b97f4a7c15ULL;
+	if (!r->rng)
+		r->rng = 1;
+	if (opts->ns && *opts->ns && !(r->ns = strdup(opts->ns)))
+		goto fail;
+	if (opts->label_selector && *opts->label_selector &&
+	    !(r->label_selector = strdup(opts->label_selector)))
+		goto fail;
+	if (opts->field_selector && *opts->field_selector &&
+	    !(r->field_selector = strdup(opts->field_selector)))
+		goto fail;
+	if (set_str(&r->name, opts->name ? opts->name : opts->gvr->resource) ||
+	    set_str(&r->last_rv, "") || set_str(&r->watch_rv, ""))
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	r->state = ST_STOPPED;
+	sf_reflector_free(r);
+	return rc;
+}
+
+int sf_reflector_start(sf_reflector *r)
+{
+	if (stopping(r))
+		return -ESHUTDOWN;
+	if (r->state != ST_IDLE)
+		return -EALREADY;
+	uv_timer_t *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	int rc = uv_timer_init(r->loop, t);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	t->data = r;
+	r->timer = t;
+	sf_log_debug(LOGGER, "starting", "resource", r->name, NULL);
+	list_start(r);
+	return 0;
+}
+
+void sf_reflector_free(sf_reflector *r)
+{
+	if (!r)
+		return;
+	if (r->state != ST_IDLE && r->state != ST_STOPPED) {
+		/* Freeing a running reflector would leave callbacks pointing at
+		 * freed memory; leak it instead and say so. */
+		sf_log_error(LOGGER, "reflector freed while running; leaking it", "resource",
+			     r->name, NULL);
+		return;
+	}
+	free(r->ns);
+	free(r->label_selector);
+	free(r->field_selector);
+	free(r->name);
+	free(r->cont);
+	free(r->last_rv);
+	free(r->watch_rv);
+	free(r->rewatch_rv);
+	free(r);
+}
+
+int sf_reflector_synced(const sf_reflector *r)
+{
+	return r->synced;
+}
+
+const char *sf_reflector_last_rv(const sf_reflector *r)
+{
+	return r->last_rv;
+}
+
+void sf_reflector_stats_get(const sf_reflector *r, sf_reflector_stats *out)
+{
+	*out = r->stats;
+}
+
+/* Ends the in-flight call so that its callback runs r->next. */
+static void interrupt(sf_reflector *r, refl_next next)
+{
+	r->next = next;
+	/* From inside a stream callback, its non-zero return aborts the call. */
+	if (r->call && !r->in_stream_cb)
+		sf_kube_call_cancel(r->call);
+}
+
+int sf_reflector_relist(sf_reflector *r)
+{
+	if (stopping(r))
+		return -ESHUTDOWN;
+	switch (r->state) {
+	case ST_IDLE:
+		return -EAGAIN;
+	case ST_WAITING:
+		uv_timer_stop(r->timer);
+		r->wait_for = NEXT_NONE;
+		free(r->cont);
+		r->cont = NULL;
+		list_start(r);
+		return 0;
+	case ST_LISTING:
+	case ST_WATCHING:
+		interrupt(r, NEXT_LIST);
+		return 0;
+	default:
+		return -ESHUTDOWN;
+	}
+}
+
+int sf_reflector_rewatch_from(sf_reflector *r, const char *rv)
+{
+	if (stopping(r))
+		return -ESHUTDOWN;
+	if (set_str(&r->rewatch_rv, rv))
+		return -ENOMEM;
+	if (r->state == ST_WATCHING)
+		interrupt(r, NEXT_WATCH);
+	else if (r->state == ST_WAITING && r->wait_for == NEXT_WATCH) {
+		uv_timer_stop(r->timer);
+		r->wait_for = NEXT_NONE;
+		watch_start(r);
+	}
+	return 0;
+}

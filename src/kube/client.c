@@ -1,0 +1,1122 @@
+/*
+ * client.c - Kubernetes REST client over sf_http (see client.h).
+ *
+ * A call goes through three stages: queued (waiting for a rate-limit token,
+ * a Retry-After pause, or the write gate), in flight (an sf_http request),
+ * and completed (its callback has run). One loop timer dispatches queued
+ * calls in FIFO order as tokens allow; nothing completes inside the call
+ * that started it, so callers never see re-entrant callbacks.
+ */
+#include "steadfast/client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "steadfast/http.h"
+#include "steadfast/log.h"
+#include "steadfast/time.h"
+
+const sf_gvr SF_GVR_NAMESPACES = {"", "v1", "namespaces", 0};
+const sf_gvr SF_GVR_CONFIGMAPS = {"", "v1", "configmaps", 1};
+const sf_gvr SF_GVR_PODS = {"", "v1", "pods", 1};
+const sf_gvr SF_GVR_EVENTS = {"", "v1", "events", 1};
+const sf_gvr SF_GVR_LEASES = {"coordination.k8s.io", "v1", "leases", 1};
+const sf_gvr SF_GVR_JOBS = {"batch", "v1", "jobs", 1};
+const sf_gvr SF_GVR_CRDS = {"apiextensions.k8s.io", "v1", "customresourcedefinitions", 0};
+
+#define DEFAULT_TIMEOUT_MS 60000
+#define MAX_RETRY_AFTER_S 60
+
+enum call_state { CALL_QUEUED, CALL_INFLIGHT, CALL_DONE_PENDING };
+
+typedef struct resolved {
+	char *api_version, *kind;
+	char *group, *version, *resource;
+	int namespaced;
+	struct resolved *next;
+} resolved;
+
+struct sf_kube_call {
+	sf_kube_client *c;
+	enum call_state state;
+	char *method, *url, *body, *content_type;
+	size_t body_len;
+	long timeout_ms;
+	int is_write;
+	sf_kube_req req_view; /* for the write gate: method/gvr/ns/name only */
+	sf_gvr gvr_copy;
+	char *ns, *name, *sub;
+	sf_kube_cb cb;
+	void *ud;
+	/* streaming */
+	sf_list_item_fn list_item;
+	sf_watch_event_fn watch_event;
+	void *stream_ud;
+	sf_list_decoder *ld;
+	sf_watch_decoder *wd;
+	sf_http_req *hreq;
+	int64_t not_before_ns;
+	int retries;
+	int pending_err;
+	char *pending_msg;
+	struct sf_kube_call *prev, *next; /* client's list of live calls */
+};
+
+struct sf_kube_client {
+	uv_loop_t *loop;
+	sf_kube_config *cfg;
+	sf_http *http;
+	char *base;
+	char *ua_header;
+	double qps;
+	int burst;
+	double tokens;
+	int64_t tokens_at_ns;
+	long timeout_ms;
+	int max_retries_429;
+	uv_timer_t timer;
+	sf_kube_call *calls_head, *calls_tail; /* FIFO */
+	sf_kube_write_gate_fn gate;
+	void *gate_ud;
+	resolved *resolved;
+	sf_kube_client_stats stats;
+	int closing;
+	int http_closed, timer_closed;
+	void (*close_cb)(void *);
+	void *close_ud;
+};
+
+static const sf_kube_status empty_status = {0, "", "", "", "", "", "", -1};
+
+static void dispatch(uv_timer_t *t);
+
+/* ---- small helpers ---- */
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void schedule(sf_kube_client *c, int64_t delay_ns)
+{
+	if (c->closing && c->timer_closed)
+		return;
+	uint64_t ms = delay_ns <= 0 ? 0 : (uint64_t)((delay_ns + SF_NSEC_PER_MSEC - 1) / SF_NSEC_PER_MSEC);
+	if (uv_is_active((uv_handle_t *)&c->timer) && uv_timer_get_due_in(&c->timer) <= ms)
+		return;
+	uv_timer_start(&c->timer, dispatch, ms, 0);
+}
+
+static void call_unlink(sf_kube_call *k)
+{
+	sf_kube_client *c = k->c;
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		c->calls_head = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	else
+		c->calls_tail = k->prev;
+	k->prev = k->next = NULL;
+}
+
+static void call_free(sf_kube_call *k)
+{
+	free(k->method);
+	free(k->url);
+	free(k->body);
+	free(k->content_type);
+	free(k->ns);
+	free(k->name);
+	free(k->sub);
+	free(k->pending_msg);
+	free((char *)k->gvr_copy.group);
+	free((char *)k->gvr_copy.version);
+	free((char *)k->gvr_copy.resource);
+	sf_list_decoder_free(k->ld);
+	sf_watch_decoder_free(k->wd);
+	free(k);
+}
+
+static void status_free(sf_kube_status *s)
+{
+	free(s->status);
+	free(s->reason);
+	free(s->message);
+	free(s->details_name);
+	free(s->details_kind);
+	free(s->details_group);
+}
+
+static char *jv_dup_or_empty(sf_jv v)
+{
+	char *s = sf_jv_strdup(v);
+	return s ? s : strdup("");
+}
+
+/* Fills st from a Status body; a body that is not a Status yields a
+ * message made of its first bytes. */
+static void status_decode(sf_kube_status *st, long http_status, const char *body, size_t len,
+			  long retry_after)
+{
+	memset(st, 0, sizeof(*st));
+	st->code = (int)http_status;
+	st->retry_after_s = retry_after;
+	sf_buf mb;
+	sf_buf_init(&mb, len + 16);
+	char err[128];
+	sf_jv root = SF_JV_NONE;
+	if (len && sf_json_minify(body, len, &mb, err, sizeof(err)) == 0)
+		root = sf_jv_root(mb.data, mb.len);
+	if (sf_jv_type(root) == SF_JSON_OBJECT && sf_jv_streq(sf_jv_get(root, "kind"), "Status")) {
+		int64_t code;
+		if (sf_jv_int64(sf_jv_get(root, "code"), &code) == 0 && code > 0)
+			st->code = (int)code;
+		st->status = jv_dup_or_empty(sf_jv_get(root, "status"));
+		st->reason = jv_dup_or_empty(sf_jv_get(root, "reason"));
+		st->message = jv_dup_or_empty(sf_jv_get(root, "message"));
+		sf_jv d = sf_jv_get(root, "details");
+		st->details_name = jv_dup_or_empty(sf_jv_get(d, "name"));
+		st->details_kind = jv_dup_or_empty(sf_jv_get(d, "kind"));
+		st->details_group = jv_dup_or_empty(sf_jv_get(d, "group"));
+		int64_t ra;
+		if (sf_jv_int64(sf_jv_get(d, "retryAfterSeconds"), &ra) == 0 && ra > 0)
+			st->retry_after_s = (long)ra;
+	} else {
+		st->status = strdup(http_status >= 200 && http_status < 300 ? "Success" : "Failure");
+		st->reason = strdup("");
+		size_t n = len > 200 ? 200 : len;
+		st->message = malloc(n + 1);
+		if (st->message) {
+			memcpy(st->message, body, n);
+			st->message[n] = '\0';
+			for (size_t i = 0; i < n; i++)
+				if (st->message[i] == '\n' || st->message[i] == '\r')
+					st->message[i] = ' ';
+		}
+		st->details_name = strdup("");
+		st->details_kind = strdup("");
+		st->details_group = strdup("");
+	}
+	sf_buf_free(&mb);
+}
+
+/* ---- classification ---- */
+
+static int reason_is(const sf_kube_result *r, const char *reason)
+{
+	return r->status && r->status->reason && strcmp(r->status->reason, reason) == 0;
+}
+
+int sf_kube_ok(const sf_kube_result *r)
+{
+	return r->err == 0 && r->http_status >= 200 && r->http_status < 300;
+}
+int sf_kube_is_transport(const sf_kube_result *r)
+{
+	return r->err != 0;
+}
+int sf_kube_is_not_found(const sf_kube_result *r)
+{
+	return !r->err && (r->http_status == 404 || reason_is(r, "NotFound"));
+}
+int sf_kube_is_already_exists(const sf_kube_result *r)
+{
+	return !r->err && reason_is(r, "AlreadyExists");
+}
+int sf_kube_is_conflict(const sf_kube_result *r)
+{
+	return !r->err && (reason_is(r, "Conflict") || (r->http_status == 409 && !reason_is(r, "AlreadyExists")));
+}
+int sf_kube_is_gone(const sf_kube_result *r)
+{
+	return !r->err && (r->http_status == 410 || reason_is(r, "Gone"));
+}
+int sf_kube_is_expired(const sf_kube_result *r)
+{
+	return !r->err && (r->http_status == 410 || reason_is(r, "Expired") || reason_is(r, "Gone"));
+}
+int sf_kube_is_forbidden(const sf_kube_result *r)
+{
+	return !r->err && (r->http_status == 403 || reason_is(r, "Forbidden"));
+}
+int sf_kube_is_unauthorized(const sf_kube_result *r)
+{
+	return !r->err && (r->http_status == 401 || reason_is(r, "Unauthorized"));
+}
+int sf_kube_is_too_many_requests(const sf_kube_result *r)
+{
+	return !r->err && (r->http_status == 429 || reason_is(r, "TooManyRequests"));
+}
+int sf_kube_is_server_timeout(const sf_kube_result *r)
+{
+	return !r->err && (r->http_status == 504 || reason_is(r, "ServerTimeout") || reason_is(r, "Timeout"));
+}
+int sf_kube_is_invalid(const sf_kube_result *r)
+{
+	return !r->err && (r->http_status == 422 || reason_is(r, "Invalid"));
+}
+
+const char *sf_kube_result_str(const sf_kube_result *r, char *buf, size_t n)
+{
+	if (r->err)
+		snprintf(buf, n, "transport error %d (%s): %s", r->err, strerror(-r->err), r->errmsg);
+	else if (sf_kube_ok(r))
+		snprintf(buf, n, "%ld", r->http_status);
+	else
+		snprintf(buf, n, "%ld %s: %s", r->http_status, r->status->reason, r->status->message);
+	return buf;
+}
+
+/* ---- paths and queries ---- */
+
+static int url_escape(sf_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	int rc = 0;
+	for (; *s && !rc; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		    ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+			rc = sf_buf_putc(b, (char)ch);
+		} else {
+			char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+			rc = sf_buf_append(b, e, 3);
+		}
+	}
+	return rc;
+}
+
+int sf_kube_query_add(sf_buf *q, const char *key, const char *value)
+{
+	int rc = 0;
+	if (q->len)
+		rc = sf_buf_putc(q, '&');
+	if (!rc)
+		rc = url_escape(q, key);
+	if (!rc)
+		rc = sf_buf_putc(q, '=');
+	if (!rc)
+		rc = url_escape(q, value ? value : "");
+	return rc;
+}
+
+static int path_segment_ok(const char *s)
+{
+	/* names never contain '/', and "." / ".." would change the path */
+	return s && *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+int sf_kube_path(sf_buf *out, const sf_gvr *gvr, const char *ns, const char *name, const char *sub)
+{
+	if (!gvr || !path_segment_ok(gvr->version) || !path_segment_ok(gvr->resource))
+		return -EINVAL;
+	int rc;
+	if (gvr->group && *gvr->group) {
+		if (!path_segment_ok(gvr->group))
+			return -EINVAL;
+		rc = sf_buf_printf(out, "/apis/%s/%s", gvr->group, gvr->version);
+	} else {
+		rc = sf_buf_printf(out, "/api/%s", gvr->version);
+	}
+	if (!rc && gvr->namespaced && ns && *ns) {
+		if (!path_segment_ok(ns))
+			return -EINVAL;
+		rc = sf_buf_puts(out, "/namespaces/");
+		if (!rc)
+			rc = url_escape(out, ns);
+	}
+	if (!rc)
+		rc = sf_buf_printf(out, "/%s", gvr->resource);
+	if (!rc && name && *name) {
+		if (!path_segment_ok(name))
+			return -EINVAL;
+		rc = sf_buf_putc(out, '/');
+		if (!rc)
+			rc = url_escape(out, name);
+		if (!rc && sub && *sub) {
+			if (!path_segment_ok(sub))
+				return -EINVAL;
+			rc = sf_buf_printf(out, "/%s", sub);
+		}
+	} else if (!rc && sub && *sub) {
+		return -EINVAL;
+	}
+	return rc;
+}
+
+int sf_kube_label_selector(sf_buf *out, const char *const *kv, size_t npairs)
+{
+	int rc = 0;
+	for (size_t i = 0; i < npairs && !rc; i++) {
+		if (i)
+			rc = sf_buf_putc(out, ',');
+		if (!rc)
+			rc = sf_buf_printf(out, "%s=%s", kv[2 * i], kv[2 * i + 1]);
+	}
+	return rc;
+}
+
+/* ---- client ---- */
+
+sf_kube_config *sf_kube_client_config(sf_kube_client *c)
+{
+	return c->cfg;
+}
+
+int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_client_opts *opts,
+		       sf_kube_client **out)
+{
+	if (!cfg || !cfg->server)
+		return -EINVAL;
+	sf_kube_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->loop = loop;
+	c->cfg = cfg;
+	c->qps = opts && opts->qps ? opts->qps : 20.0;
+	c->burst = opts && opts->burst > 0 ? opts->burst : 30;
+	c->tokens = c->burst;
+	c->tokens_at_ns = sf_mono_ns();
+	c->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+	c->max_retries_429 = opts && opts->max_retries_429 ? (opts->max_retries_429 < 0 ? 0 : opts->max_retries_429) : 5;
+	char ua[160];
+	snprintf(ua, sizeof(ua), "User-Agent: %s",
+		 opts && opts->user_agent ? opts->user_agent : "steadfast/" SF_VERSION " (linux/amd64)");
+	c->ua_header = strdup(ua);
+	c->base = strdup(cfg->server);
+	if (!c->ua_header || !c->base)
+		goto nomem;
+
+	sf_http_opts ho = {
+		.ca_file = cfg->ca_file,
+		.cert_file = cfg->client_cert_file,
+		.key_file = cfg->client_key_file,
+		.insecure = cfg->insecure_skip_tls_verify,
+		.http1_only = opts && opts->http1_only,
+	};
+	char connect_to[512];
+	if (cfg->tls_server_name && *cfg->tls_server_name) {
+		/* URL carries the TLS name; CONNECT_TO sends it to the real host. */
+		const char *hp = strstr(cfg->server, "://");
+		hp = hp ? hp + 3 : cfg->server;
+		const char *colon = strrchr(hp, ':');
+		const char *port = colon && !strchr(colon, ']') ? colon + 1 : "443";
+		size_t hostlen = colon && !strchr(colon, ']') ? (size_t)(colon - hp) : strlen(hp);
+		snprintf(connect_to, sizeof(connect_to), "%s:%s:%.*s:%s", cfg->tls_server_name, port,
+			 (int)hostlen, hp, port);
+		ho.connect_to = connect_to;
+		free(c->base);
+		sf_buf b;
+		sf_buf_init(&b, 0);
+		sf_buf_printf(&b, "https://%s:%s", cfg->tls_server_name, port);
+		c->base = sf_buf_detach(&b, NULL);
+		if (!c->base)
+			goto nomem;
+	}
+	int rc = sf_http_new(loop, &ho, &c->http);
+	if (rc) {
+		free(c->ua_header);
+		free(c->base);
+		free(c);
+		return rc;
+	}
+	uv_timer_init(loop, &c->timer);
+	c->timer.data = c;
+	*out = c;
+	return 0;
+nomem:
+	free(c->ua_header);
+	free(c->base);
+	free(c);
+	return -ENOMEM;
+}
+
+void sf_kube_client_set_write_gate(sf_kube_client *c, sf_kube_write_gate_fn gate, void *ud)
+{
+	c->gate = gate;
+	c->gate_ud = ud;
+}
+
+void sf_kube_client_stats_get(const sf_kube_client *c, sf_kube_client_stats *out)
+{
+	*out = c->stats;
+}
+
+/* Completes a call that is not in flight, from the dispatcher. */
+static void call_fail_later(sf_kube_call *k, int err, const char *msg)
+{
+	k->state = CALL_DONE_PENDING;
+	k->pending_err = err;
+	free(k->pending_msg);
+	k->pending_msg = strdup(msg ? msg : "");
+	schedule(k->c, 0);
+}
+
+static void call_finish(sf_kube_call *k, const sf_kube_result *res)
+{
+	call_unlink(k);
+	if (k->cb)
+		k->cb(k->ud, res);
+	call_free(k);
+}
+
+static void call_finish_err(sf_kube_call *k, int err, const char *msg)
+{
+	sf_kube_result res = {.err = err, .errmsg = msg ? msg : "", .status = &empty_status,
+			      .body = "", .list_rv = "", .list_continue = "", .list_remaining = -1};
+	call_finish(k, &res);
+}
+
+static int stream_list_item(void *ud, sf_obj *item)
+{
+	sf_kube_call *k = ud;
+	return k->list_item(k->stream_ud, item);
+}
+
+static int stream_watch_event(void *ud, sf_watch_type t, sf_obj *obj)
+{
+	sf_kube_call *k = ud;
+	return k->watch_event(k->stream_ud, t, obj);
+}
+
+static int on_stream_data(void *ud, const char *p, size_t n)
+{
+	sf_kube_call *k = ud;
+	int rc;
+	const char *msg;
+	if (k->ld) {
+		rc = sf_list_decoder_feed(k->ld, p, n);
+		msg = sf_list_decoder_error(k->ld);
+	} else {
+		rc = sf_watch_decoder_feed(k->wd, p, n);
+		msg = sf_watch_decoder_error(k->wd);
+	}
+	if (rc) {
+		sf_http_req_fail(k->hreq, rc, msg);
+		return 1;
+	}
+	return 0;
+}
+
+static void on_http_done(void *ud, const sf_http_result *hr)
+{
+	sf_kube_call *k = ud;
+	sf_kube_client *c = k->c;
+	k->hreq = NULL;
+	sf_kube_status st;
+	memset(&st, 0, sizeof(st));
+	sf_kube_result res = {.err = hr->err, .errmsg = hr->errmsg, .http_status = hr->status,
+			      .status = &empty_status, .body = "", .list_rv = "", .list_continue = "",
+			      .list_remaining = -1};
+	int stat_idx = hr->err ? 0 : (int)(hr->status / 100);
+	if (stat_idx >= 0 && stat_idx < 6)
+		c->stats.by_code[stat_idx]++;
+	if (hr->err == -ECANCELED && k->is_write)
+		c->stats.writes_cancelled++;
+
+	int ok = !hr->err && hr->status >= 200 && hr->status < 300;
+	if (hr->body && hr->body->len) {
+		res.body = hr->body->data;
+		res.body_len = hr->body->len;
+	}
+	if (ok && k->ld) {
+		int rc = sf_list_decoder_finish(k->ld);
+		if (rc) {
+			res.err = rc;
+			res.errmsg = sf_list_decoder_error(k->ld);
+		}
+		res.list_rv = sf_list_decoder_rv(k->ld);
+		res.list_continue = sf_list_decoder_continue(k->ld);
+		res.list_remaining = sf_list_decoder_remaining(k->ld);
+		res.items = sf_list_decoder_count(k->ld);
+	} else if (ok && k->wd) {
+		int rc = sf_watch_decoder_finish(k->wd);
+		if (rc) {
+			res.err = rc;
+			res.errmsg = sf_watch_decoder_error(k->wd);
+		}
+		res.items = sf_watch_decoder_count(k->wd);
+	} else if (k->wd && hr->err && hr->status >= 200 && hr->status < 300) {
+		res.items = sf_watch_decoder_count(k->wd);
+	} else if (ok && res.body_len) {
+		char err[160];
+		res.obj = sf_obj_parse(res.body, res.body_len, err, sizeof(err));
+		if (!res.obj) {
+			res.err = -EBADMSG;
+			res.errmsg = "response body is not valid JSON";
+		}
+	} else if (!hr->err && !ok) {
+		status_decode(&st, hr->status, res.body, res.body_len, hr->retry_after_s);
+		res.status = &st;
+		res.errmsg = st.message ? st.message : "";
+		if (sf_kube_is_too_many_requests(&res) && k->retries < c->max_retries_429 &&
+		    !c->closing) {
+			long wait = st.retry_after_s > 0 ? st.retry_after_s : 1;
+			if (wait > MAX_RETRY_AFTER_S)
+				wait = MAX_RETRY_AFTER_S;
+			char ws[24];
+			sf_log_debug("kube.client", "throttled by the server; retrying", "url", k->url,
+				     "retryAfterSeconds", sf_log_int(ws, wait), NULL);
+			k->retries++;
+			c->stats.retries_429++;
+			k->state = CALL_QUEUED;
+			k->not_before_ns = sf_mono_ns() + wait * SF_NSEC_PER_SEC;
+			if (k->ld) {
+				sf_list_decoder_free(k->ld);
+				k->ld = sf_list_decoder_new(stream_list_item, k, 0);
+			}
+			status_free(&st);
+			schedule(c, wait * SF_NSEC_PER_SEC);
+			return;
+		}
+	}
+	call_finish(k, &res);
+	sf_obj_unref(res.obj);
+	if (res.status == &st)
+		status_free(&st);
+}
+
+static int call_send(sf_kube_call *k)
+{
+	sf_kube_client *c = k->c;
+	const char *headers[6];
+	size_t nh = 0;
+	char *auth = NULL;
+	int terr = 0;
+	const char *tok = sf_kube_config_token(c->cfg, &terr);
+	if (tok && *tok) {
+		size_t l = strlen(tok) + 32;
+		auth = malloc(l);
+		if (!auth)
+			return -ENOMEM;
+		snprintf(auth, l, "Authorization: Bearer %s", tok);
+		headers[nh++] = auth;
+	}
+	headers[nh++] = c->ua_header;
+	headers[nh++] = "Accept: application/json";
+	char ct[128];
+	if (k->body) {
+		snprintf(ct, sizeof(ct), "Content-Type: %s", k->content_type ? k->content_type : "application/json");
+		headers[nh++] = ct;
+	}
+	headers[nh] = NULL;
+	sf_http_request hr = {
+		.method = k->method,
+		.url = k->url,
+		.headers = headers,
+		.body = k->body,
+		.body_len = k->body_len,
+		.timeout_ms = k->timeout_ms > 0 ? k->timeout_ms : 0,
+		.on_data = (k->ld || k->wd) ? on_stream_data : NULL,
+		.on_done = on_http_done,
+		.ud = k,
+	};
+	int rc = sf_http_start(c->http, &hr, &k->hreq);
+	free(auth);
+	if (rc == 0) {
+		k->state = CALL_INFLIGHT;
+		c->stats.requests++;
+	}
+	return rc;
+}
+
+static void dispatch(uv_timer_t *t)
+{
+	sf_kube_client *c = t->data;
+	int64_t now = sf_mono_ns();
+	if (c->qps > 0) {
+		c->tokens += (double)(now - c->tokens_at_ns) / 1e9 * c->qps;
+		if (c->tokens > c->burst)
+			c->tokens = c->burst;
+	}
+	c->tokens_at_ns = now;
+	int64_t next = -1;
+	sf_kube_call *k = c->calls_head;
+	while (k) {
+		sf_kube_call *nx = k->next;
+		if (k->state == CALL_DONE_PENDING) {
+			call_finish_err(k, k->pending_err, k->pending_msg);
+		} else if (k->state == CALL_QUEUED) {
+			if (k->not_before_ns > now) {
+				if (next < 0 || k->not_before_ns - now < next)
+					next = k->not_before_ns - now;
+			} else if (c->qps > 0 && c->tokens < 1.0) {
+				int64_t wait = (int64_t)((1.0 - c->tokens) / c->qps * 1e9);
+				if (next < 0 || wait < next)
+					next = wait;
+			} else {
+				if (k->is_write && c->gate && c->gate(c->gate_ud, &k->req_view)) {
+					c->stats.writes_refused++;
+					call_finish_err(k, -EPERM, "write refused by fence: not the leader");
+				} else {
+					if (c->qps > 0)
+						c->tokens -= 1.0;
+					int rc = call_send(k);
+					if (rc)
+						call_finish_err(k, rc, "could not start request");
+				}
+			}
+		}
+		k = nx;
+	}
+	if (next >= 0) {
+		c->stats.throttled++;
+		schedule(c, next);
+	}
+}
+
+int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *ud, sf_kube_call **out)
+{
+	if (c->closing)
+		return -ESHUTDOWN;
+	if (!req->method)
+		return -EINVAL;
+	sf_buf url;
+	sf_buf_init(&url, 0);
+	int rc = sf_buf_puts(&url, c->base);
+	if (!rc && req->path)
+		rc = sf_buf_puts(&url, req->path);
+	else if (!rc)
+		rc = sf_kube_path(&url, req->gvr, req->ns, req->name, req->subresource);
+	if (!rc && req->query && *req->query)
+		rc = sf_buf_printf(&url, "?%s", req->query);
+	if (rc) {
+		sf_buf_free(&url);
+		return rc;
+	}
+	sf_kube_call *k = calloc(1, sizeof(*k));
+	if (!k) {
+		sf_buf_free(&url);
+		return -ENOMEM;
+	}
+	k->c = c;
+	k->state = CALL_QUEUED;
+	k->url = sf_buf_detach(&url, NULL);
+	k->method = strdup(req->method);
+	k->content_type = xstrdup(req->content_type);
+	k->ns = xstrdup(req->ns);
+	k->name = xstrdup(req->name);
+	k->sub = xstrdup(req->subresource);
+	if (req->gvr) {
+		k->gvr_copy.group = xstrdup(req->gvr->group ? req->gvr->group : "");
+		k->gvr_copy.version = xstrdup(req->gvr->version);
+		k->gvr_copy.resource = xstrdup(req->gvr->resource);
+		k->gvr_copy.namespaced = req->gvr->namespaced;
+	}
+	k->timeout_ms = req->timeout_ms == 0 ? c->timeout_ms : req->timeout_ms;
+	k->is_write = strcmp(req->method, "GET") != 0;
+	k->cb = cb;
+	k->ud = ud;
+	k->list_item = req->list_item;
+	k->watch_event = req->watch_event;
+	k->stream_ud = req->stream_ud;
+	if (req->body) {
+		k->body = malloc(req->body_len + 1);
+		if (k->body) {
+			memcpy(k->body, req->body, req->body_len);
+			k->body[req->body_len] = '\0';
+			k->body_len = req->body_len;
+		}
+	}
+	if (req->list_item)
+		k->ld = sf_list_decoder_new(stream_list_item, k, 0);
+	if (req->watch_event)
+		k->wd = sf_watch_decoder_new(stream_watch_event, k, 0);
+	if (!k->url || !k->method || (req->body && !k->body) || (req->list_item && !k->ld) ||
+	    (req->watch_event && !k->wd)) {
+		call_free(k);
+		return -ENOMEM;
+	}
+	k->req_view = (sf_kube_req){.method = k->method, .gvr = req->gvr ? &k->gvr_copy : NULL,
+				    .ns = k->ns, .name = k->name, .subresource = k->sub,
+				    .path = NULL};
+	k->prev = c->calls_tail;
+	if (c->calls_tail)
+		c->calls_tail->next = k;
+	else
+		c->calls_head = k;
+	c->calls_tail = k;
+	schedule(c, 0);
+	if (out)
+		*out = k;
+	return 0;
+}
+
+void sf_kube_call_cancel(sf_kube_call *k)
+{
+	if (!k)
+		return;
+	if (k->state == CALL_INFLIGHT && k->hreq)
+		sf_http_cancel(k->hreq);
+	else if (k->state == CALL_QUEUED)
+		call_fail_later(k, -ECANCELED, "request cancelled");
+}
+
+void sf_kube_client_cancel_writes(sf_kube_client *c)
+{
+	for (sf_kube_call *k = c->calls_head; k; k = k->next)
+		if (k->is_write)
+			sf_kube_call_cancel(k);
+}
+
+/* ---- verbs ---- */
+
+int sf_kube_get(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
+		sf_kube_cb cb, void *ud, sf_kube_call **out)
+{
+	sf_kube_req r = {.method = "GET", .gvr = gvr, .ns = ns, .name = name};
+	return sf_kube_do(c, &r, cb, ud, out);
+}
+
+int sf_kube_create(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *body,
+		   sf_kube_cb cb, void *ud, sf_kube_call **out)
+{
+	sf_kube_req r = {.method = "POST", .gvr = gvr, .ns = ns, .body = body,
+			 .body_len = strlen(body)};
+	return sf_kube_do(c, &r, cb, ud, out);
+}
+
+int sf_kube_update(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
+		   const char *sub, const char *body, sf_kube_cb cb, void *ud, sf_kube_call **out)
+{
+	sf_kube_req r = {.method = "PUT", .gvr = gvr, .ns = ns, .name = name, .subresource = sub,
+			 .body = body, .body_len = strlen(body)};
+	return sf_kube_do(c, &r, cb, ud, out);
+}
+
+int sf_kube_patch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
+		  const char *sub, sf_patch_type type, const char *body, const char *field_manager,
+		  int force, sf_kube_cb cb, void *ud, sf_kube_call **out)
+{
+	const char *ct;
+	switch (type) {
+	case SF_PATCH_MERGE: ct = "application/merge-patch+json"; break;
+	case SF_PATCH_JSON: ct = "application/json-patch+json"; break;
+	case SF_PATCH_STRATEGIC: ct = "application/strategic-merge-patch+json"; break;
+	case SF_PATCH_APPLY: ct = "application/apply-patch+yaml"; break;
+	default: return -EINVAL;
+	}
+	if (type == SF_PATCH_APPLY && (!field_manager || !*field_manager))
+		return -EINVAL; /* the server requires a field manager for apply */
+	sf_buf q;
+	sf_buf_init(&q, 0);
+	int rc = 0;
+	if (field_manager && *field_manager)
+		rc = sf_kube_query_add(&q, "fieldManager", field_manager);
+	if (!rc && force && type == SF_PATCH_APPLY)
+		rc = sf_kube_query_add(&q, "force", "true");
+	if (!rc) {
+		sf_kube_req r = {.method = "PATCH", .gvr = gvr, .ns = ns, .name = name,
+				 .subresource = sub, .query = q.data, .body = body,
+				 .body_len = strlen(body), .content_type = ct};
+		rc = sf_kube_do(c, &r, cb, ud, out);
+	}
+	sf_buf_free(&q);
+	return rc;
+}
+
+int sf_kube_delete(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
+		   const sf_kube_delete_opts *o, sf_kube_cb cb, void *ud, sf_kube_call **out)
+{
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	int rc = sf_buf_puts(&b, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
+	if (o && o->propagation) {
+		sf_buf_puts(&b, ",\"propagationPolicy\":");
+		sf_buf_put_json_str(&b, o->propagation, strlen(o->propagation));
+	}
+	if (o && o->grace_seconds >= 0)
+		sf_buf_printf(&b, ",\"gracePeriodSeconds\":%ld", o->grace_seconds);
+	if (o && (o->precond_uid || o->precond_rv)) {
+		sf_buf_puts(&b, ",\"preconditions\":{");
+		if (o->precond_uid) {
+			sf_buf_puts(&b, "\"uid\":");
+			sf_buf_put_json_str(&b, o->precond_uid, strlen(o->precond_uid));
+		}
+		if (o->precond_rv) {
+			if (o->precond_uid)
+				sf_buf_putc(&b, ',');
+			sf_buf_puts(&b, "\"resourceVersion\":");
+			sf_buf_put_json_str(&b, o->precond_rv, strlen(o->precond_rv));
+		}
+		sf_buf_putc(&b, '}');
+	}
+	rc = sf_buf_putc(&b, '}');
+	if (!rc) {
+		sf_kube_req r = {.method = "DELETE", .gvr = gvr, .ns = ns, .name = name,
+				 .body = b.data, .body_len = b.len};
+		rc = sf_kube_do(c, &r, cb, ud, out);
+	}
+	sf_buf_free(&b);
+	return rc;
+}
+
+static int list_query(sf_buf *q, const sf_kube_list_opts *o, int watch)
+{
+	int rc = 0;
+	char num[32];
+	if (watch)
+		rc = sf_kube_query_add(q, "watch", "true");
+	if (!o)
+		return rc;
+	if (!rc && o->label_selector && *o->label_selector)
+		rc = sf_kube_query_add(q, "labelSelector", o->label_selector);
+	if (!rc && o->field_selector && *o->field_selector)
+		rc = sf_kube_query_add(q, "fieldSelector", o->field_selector);
+	if (!rc && o->resource_version && *o->resource_version)
+		rc = sf_kube_query_add(q, "resourceVersion", o->resource_version);
+	if (!rc && o->resource_version_match && *o->resource_version_match)
+		rc = sf_kube_query_add(q, "resourceVersionMatch", o->resource_version_match);
+	if (!watch) {
+		if (!rc && o->limit > 0) {
+			snprintf(num, sizeof(num), "%ld", o->limit);
+			rc = sf_kube_query_add(q, "limit", num);
+		}
+		if (!rc && o->continue_token && *o->continue_token)
+			rc = sf_kube_query_add(q, "continue", o->continue_token);
+	} else {
+		if (!rc && o->timeout_seconds > 0) {
+			snprintf(num, sizeof(num), "%ld", o->timeout_seconds);
+			rc = sf_kube_query_add(q, "timeoutSeconds", num);
+		}
+		if (!rc && o->allow_bookmarks)
+			rc = sf_kube_query_add(q, "allowWatchBookmarks", "true");
+		if (!rc && o->send_initial_events)
+			rc = sf_kube_query_add(q, "sendInitialEvents", "true");
+	}
+	return rc;
+}
+
+int sf_kube_list(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const sf_kube_list_opts *o,
+		 sf_list_item_fn item, sf_kube_cb cb, void *ud, sf_kube_call **out)
+{
+	if (!item)
+		return -EINVAL;
+	sf_buf q;
+	sf_buf_init(&q, 0);
+	int rc = list_query(&q, o, 0);
+	if (!rc) {
+		sf_kube_req r = {.method = "GET", .gvr = gvr, .ns = ns, .query = q.data,
+				 .list_item = item, .stream_ud = ud};
+		rc = sf_kube_do(c, &r, cb, ud, out);
+	}
+	sf_buf_free(&q);
+	return rc;
+}
+
+int sf_kube_watch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const sf_kube_list_opts *o,
+		  sf_watch_event_fn event, sf_kube_cb cb, void *ud, sf_kube_call **out)
+{
+	if (!event)
+		return -EINVAL;
+	sf_buf q;
+	sf_buf_init(&q, 0);
+	int rc = list_query(&q, o, 1);
+	if (!rc) {
+		/* the server ends the watch after timeoutSeconds; allow a margin */
+		long to = o && o->timeout_seconds > 0 ? (o->timeout_seconds + 30) * 1000 : -1;
+		sf_kube_req r = {.method = "GET", .gvr = gvr, .ns = ns, .query = q.data,
+				 .timeout_ms = to, .watch_event = event, .stream_ud = ud};
+		rc = sf_kube_do(c, &r, cb, ud, out);
+	}
+	sf_buf_free(&q);
+	return rc;
+}
+
+/* ---- discovery ---- */
+
+typedef struct resolve_ctx {
+	sf_kube_client *c;
+	char *api_version, *kind;
+	sf_kube_resolve_cb cb;
+	void *ud;
+} resolve_ctx;
+
+static const resolved *resolved_find(sf_kube_client *c, const char *api_version, const char *kind)
+{
+	for (resolved *r = c->resolved; r; r = r->next)
+		if (strcmp(r->api_version, api_version) == 0 && strcmp(r->kind, kind) == 0)
+			return r;
+	return NULL;
+}
+
+static void resolve_deliver(resolve_ctx *x, const resolved *r, int err, const char *msg)
+{
+	if (r) {
+		sf_gvr g = {r->group, r->version, r->resource, r->namespaced};
+		x->cb(x->ud, 0, "", &g);
+	} else {
+		x->cb(x->ud, err, msg, NULL);
+	}
+}
+
+static void resolve_ctx_free(resolve_ctx *x)
+{
+	free(x->api_version);
+	free(x->kind);
+	free(x);
+}
+
+static void on_discovery(void *ud, const sf_kube_result *res)
+{
+	resolve_ctx *x = ud;
+	sf_kube_client *c = x->c;
+	char msg[512];
+	if (res->err == 0 && res->http_status == 0) {
+		/* answered from the cache (see sf_kube_resolve) */
+		resolve_deliver(x, resolved_find(c, x->api_version, x->kind), -ENOENT, "");
+	} else if (sf_kube_ok(res) && res->obj) {
+		sf_jv list = sf_jv_get(sf_obj_root(res->obj), "resources");
+		sf_jv_iter it = sf_jv_iter_init(list);
+		sf_jv v;
+		const char *slash = strchr(x->api_version, '/');
+		while (sf_jv_next(&it, NULL, &v)) {
+			char *name = sf_jv_strdup(sf_jv_get(v, "name"));
+			char *kind = sf_jv_strdup(sf_jv_get(v, "kind"));
+			int namespaced = 0;
+			sf_jv_bool(sf_jv_get(v, "namespaced"), &namespaced);
+			if (name && kind && !strchr(name, '/') && !resolved_find(c, x->api_version, kind)) {
+				resolved *r = calloc(1, sizeof(*r));
+				if (r) {
+					r->api_version = strdup(x->api_version);
+					r->kind = kind;
+					kind = NULL;
+					r->group = slash ? strndup(x->api_version, (size_t)(slash - x->api_version)) : strdup("");
+					r->version = strdup(slash ? slash + 1 : x->api_version);
+					r->resource = name;
+					name = NULL;
+					r->namespaced = namespaced;
+					r->next = c->resolved;
+					c->resolved = r;
+				}
+			}
+			free(name);
+			free(kind);
+		}
+		const resolved *r = resolved_find(c, x->api_version, x->kind);
+		snprintf(msg, sizeof(msg), "no kind %s is served by %s (is its CRD installed?)", x->kind,
+			 x->api_version);
+		resolve_deliver(x, r, -ENOENT, msg);
+	} else if (sf_kube_is_not_found(res)) {
+		snprintf(msg, sizeof(msg), "apiVersion %s is not served (is its CRD installed?); kind %s",
+			 x->api_version, x->kind);
+		resolve_deliver(x, NULL, -ENOENT, msg);
+	} else {
+		char rs[256];
+		snprintf(msg, sizeof(msg), "discovery of %s failed: %s", x->api_version,
+			 sf_kube_result_str(res, rs, sizeof(rs)));
+		resolve_deliver(x, NULL, res->err ? res->err : -EIO, msg);
+	}
+	resolve_ctx_free(x);
+}
+
+int sf_kube_resolve(sf_kube_client *c, const char *api_version, const char *kind,
+		    sf_kube_resolve_cb cb, void *ud)
+{
+	if (!api_version || !*api_version || !kind || !*kind)
+		return -EINVAL;
+	resolve_ctx *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->c = c;
+	x->api_version = strdup(api_version);
+	x->kind = strdup(kind);
+	x->cb = cb;
+	x->ud = ud;
+	if (!x->api_version || !x->kind) {
+		resolve_ctx_free(x);
+		return -ENOMEM;
+	}
+	if (resolved_find(c, api_version, kind)) {
+		/* cached: complete from the loop, never inside this call */
+		sf_kube_call *k = calloc(1, sizeof(*k));
+		if (!k) {
+			resolve_ctx_free(x);
+			return -ENOMEM;
+		}
+		k->c = c;
+		k->cb = on_discovery;
+		k->ud = x;
+		k->prev = c->calls_tail;
+		if (c->calls_tail)
+			c->calls_tail->next = k;
+		else
+			c->calls_head = k;
+		c->calls_tail = k;
+		call_fail_later(k, 0, "");
+		return 0;
+	}
+	sf_buf p;
+	sf_buf_init(&p, 0);
+	const char *slash = strchr(api_version, '/');
+	int rc = slash ? sf_buf_printf(&p, "/apis/%s", api_version) : sf_buf_printf(&p, "/api/%s", api_version);
+	if (rc || strstr(api_version, "..") || (slash && strchr(slash + 1, '/'))) {
+		sf_buf_free(&p);
+		resolve_ctx_free(x);
+		return -EINVAL;
+	}
+	sf_kube_req r = {.method = "GET", .path = p.data};
+	rc = sf_kube_do(c, &r, on_discovery, x, NULL);
+	sf_buf_free(&p);
+	if (rc)
+		resolve_ctx_free(x);
+	return rc;
+}
+
+/* ---- close ---- */
+
+static void client_maybe_free(sf_kube_client *c)
+{
+	if (!c->http_closed || !c->timer_closed)
+		return;
+	while (c->resolved) {
+		resolved *r = c->resolved;
+		c->resolved = r->next;
+		free(r->api_version);
+		free(r->kind);
+		free(r->group);
+		free(r->version);
+		free(r->resource);
+		free(r);
+	}
+	void (*cb)(void *) = c->close_cb;
+	void *ud = c->close_ud;
+	free(c->base);
+	free(c->ua_header);
+	free(c);
+	if (cb)
+		cb(ud);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	sf_kube_client *c = h->data;
+	c->timer_closed = 1;
+	client_maybe_free(c);
+}
+
+static void on_http_closed(void *ud)
+{
+	sf_kube_client *c = ud;
+	c->http_closed = 1;
+	/* queued calls never sent: complete them now */
+	while (c->calls_head)
+		call_finish_err(c->calls_head, -ECANCELED, "client closed");
+	uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+void sf_kube_client_close(sf_kube_client *c, void (*cb)(void *ud), void *ud)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
+	c->close_cb = cb;
+	c->close_ud = ud;
+	uv_timer_stop(&c->timer);
+	/* in-flight calls end through on_http_done with -ECANCELED */
+	sf_http_close(c->http, on_http_closed, c);
+}

@@ -1,0 +1,316 @@
+/*
+ * strmap.c - string-keyed open-addressing hash map (see strmap.h).
+ *
+ * The table is a power-of-two array of slots probed linearly. A slot holds
+ * the key pointer, the value, the key length and 32 bits of its hash, so a
+ * probe compares hash and length before touching the key bytes. Removal
+ * leaves a tombstone (live entries never move, which keeps iteration with
+ * removal safe); a tombstone directly before an empty slot is turned back
+ * into an empty slot so delete-heavy use does not fill the table with them.
+ * When live entries plus tombstones pass 3/4 of the slots the table is
+ * rebuilt at a size that leaves it at most half full, which also drops all
+ * tombstones.
+ *
+ * Keys come from the API server, so the hash is seeded per map to make
+ * collisions hard to arrange ahead of time.
+ */
+#include "steadfast/strmap.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "steadfast/time.h"
+
+typedef struct slot {
+	const char *key; /* NULL = empty, TOMB = removed */
+	void *val;
+	uint32_t hash;
+	uint32_t len;
+} slot;
+
+struct sf_strmap {
+	slot *slots;
+	size_t cap; /* power of two, or 0 before the first insert */
+	size_t len;
+	size_t tombs;
+	uint64_t seed;
+	unsigned flags;
+};
+
+static const char tomb_mark;
+#define TOMB (&tomb_mark)
+#define MIN_CAP 8
+#define MAX_CAP ((size_t)1 << 31)
+
+static inline int slot_live(const slot *s)
+{
+	return s->key && s->key != TOMB;
+}
+
+static inline uint64_t rotl64(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t fmix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Word-at-a-time multiply/rotate hash with a final avalanche; the seed goes
+ * in first so equal keys in different maps land differently. */
+static uint32_t hash_bytes(uint64_t seed, const char *p, size_t n)
+{
+	const uint64_t k1 = 0x9e3779b97f4a7c15ULL;
+	const uint64_t k2 = 0xbf58476d1ce4e5b9ULL;
+	uint64_t h = seed ^ ((uint64_t)n * k1);
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		h = rotl64(h ^ (w * k2), 29) * k1;
+		p += 8;
+		n -= 8;
+	}
+	if (n) {
+		uint64_t w = 0;
+		memcpy(&w, p, n);
+		h = rotl64(h ^ (w * k2), 29) * k1;
+	}
+	return (uint32_t)fmix64(h);
+}
+
+static size_t cap_for(size_t n)
+{
+	size_t cap = MIN_CAP;
+	while (cap < MAX_CAP && cap / 2 < n)
+		cap *= 2;
+	return cap / 2 < n ? 0 : cap;
+}
+
+/* Slot holding key, or NULL. */
+static slot *lookup(const sf_strmap *m, const char *key, size_t len, uint32_t h)
+{
+	if (!m->cap)
+		return NULL;
+	size_t mask = m->cap - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		slot *s = &m->slots[i];
+		if (!s->key)
+			return NULL;
+		if (s->key != TOMB && s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+			return s;
+	}
+}
+
+/* First empty or tombstone slot for hash h (the table is never full). */
+static slot *free_slot(slot *slots, size_t cap, uint32_t h)
+{
+	size_t mask = cap - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		if (!slot_live(&slots[i]))
+			return &slots[i];
+	}
+}
+
+static int rehash(sf_strmap *m, size_t cap)
+{
+	slot *slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cap; i++) {
+		slot *s = &m->slots[i];
+		if (slot_live(s))
+			*free_slot(slots, cap, s->hash) = *s;
+	}
+	free(m->slots);
+	m->slots = slots;
+	m->cap = cap;
+	m->tombs = 0;
+	return 0;
+}
+
+int sf_strmap_new(unsigned flags, size_t hint, sf_strmap **out)
+{
+	int rc = -ENOMEM;
+	sf_strmap *m = calloc(1, sizeof(*m));
+	if (!m)
+		goto out;
+	m->flags = flags;
+	m->seed = fmix64((uint64_t)(uintptr_t)m ^ (uint64_t)sf_mono_ns());
+	if (hint) {
+		rc = sf_strmap_reserve(m, hint);
+		if (rc)
+			goto out;
+	}
+	*out = m;
+	m = NULL;
+	rc = 0;
+out:
+	free(m);
+	return rc;
+}
+
+void sf_strmap_clear(sf_strmap *m, sf_strmap_free_fn free_val)
+{
+	for (size_t i = 0; i < m->cap; i++) {
+		slot *s = &m->slots[i];
+		if (slot_live(s)) {
+			if (free_val)
+				free_val(s->val);
+			if (!(m->flags & SF_STRMAP_BORROW_KEYS))
+				free((char *)s->key);
+		}
+		s->key = NULL;
+	}
+	m->len = 0;
+	m->tombs = 0;
+}
+
+void sf_strmap_free(sf_strmap *m, sf_strmap_free_fn free_val)
+{
+	if (!m)
+		return;
+	sf_strmap_clear(m, free_val);
+	free(m->slots);
+	free(m);
+}
+
+size_t sf_strmap_len(const sf_strmap *m)
+{
+	return m->len;
+}
+
+int sf_strmap_reserve(sf_strmap *m, size_t n)
+{
+	if (n <= m->len)
+		n = m->len;
+	/* Enough if n entries stay under the 3/4 threshold. */
+	if (m->cap && (n + m->tombs) <= m->cap / 4 * 3)
+		return 0;
+	size_t cap = cap_for(n);
+	if (!cap)
+		return -ENOMEM;
+	return rehash(m, cap);
+}
+
+int sf_strmap_put(sf_strmap *m, const char *key, void *val, void **old)
+{
+	size_t len = strlen(key);
+	if (len > UINT32_MAX)
+		return -ENOMEM;
+	uint32_t h = hash_bytes(m->seed, key, len);
+	slot *s = lookup(m, key, len, h);
+	if (s) {
+		if (old)
+			*old = s->val;
+		s->val = val;
+		if (m->flags & SF_STRMAP_BORROW_KEYS)
+			s->key = key;
+		return 0;
+	}
+	if (!m->cap || (m->len + m->tombs + 1) > m->cap / 4 * 3) {
+		size_t cap = cap_for(m->len + 1);
+		if (!cap)
+			return -ENOMEM;
+		int rc = rehash(m, cap);
+		if (rc)
+			return rc;
+	}
+	const char *k = key;
+	if (!(m->flags & SF_STRMAP_BORROW_KEYS)) {
+		char *copy = malloc(len + 1);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, key, len + 1);
+		k = copy;
+	}
+	s = free_slot(m->slots, m->cap, h);
+	if (s->key == TOMB)
+		m->tombs--;
+	s->key = k;
+	s->val = val;
+	s->hash = h;
+	s->len = (uint32_t)len;
+	m->len++;
+	return 1;
+}
+
+void *sf_strmap_getn(const sf_strmap *m, const char *key, size_t len)
+{
+	if (len > UINT32_MAX || !m->len)
+		return NULL;
+	slot *s = lookup(m, key, len, hash_bytes(m->seed, key, len));
+	return s ? s->val : NULL;
+}
+
+void *sf_strmap_get(const sf_strmap *m, const char *key)
+{
+	return sf_strmap_getn(m, key, strlen(key));
+}
+
+int sf_strmap_find(const sf_strmap *m, const char *key, void **val)
+{
+	size_t len = strlen(key);
+	if (len > UINT32_MAX || !m->len)
+		return 0;
+	slot *s = lookup(m, key, len, hash_bytes(m->seed, key, len));
+	if (!s)
+		return 0;
+	if (val)
+		*val = s->val;
+	return 1;
+}
+
+int sf_strmap_remove(sf_strmap *m, const char *key, void **val)
+{
+	size_t len = strlen(key);
+	if (len > UINT32_MAX || !m->len)
+		return -ENOENT;
+	slot *s = lookup(m, key, len, hash_bytes(m->seed, key, len));
+	if (!s)
+		return -ENOENT;
+	if (val)
+		*val = s->val;
+	if (!(m->flags & SF_STRMAP_BORROW_KEYS))
+		free((char *)s->key);
+	s->val = NULL;
+	m->len--;
+	size_t mask = m->cap - 1;
+	size_t i = (size_t)(s - m->slots);
+	if (m->slots[(i + 1) & mask].key) {
+		s->key = TOMB;
+		m->tombs++;
+		return 0;
+	}
+	/* Nothing probes past an empty slot: this one and any tombstones just
+	 * before it can become empty. */
+	s->key = NULL;
+	for (i = (i - 1) & mask; m->slots[i].key == TOMB; i = (i - 1) & mask) {
+		m->slots[i].key = NULL;
+		m->tombs--;
+	}
+	return 0;
+}
+
+int sf_strmap_next(const sf_strmap *m, sf_strmap_iter *it, const char **key, void **val)
+{
+	for (; it->pos < m->cap; it->pos++) {
+		const slot *s = &m->slots[it->pos];
+		if (slot_live(s)) {
+			if (key)
+				*key = s->key;
+			if (val)
+				*val = s->val;
+			it->pos++;
+			return 1;
+		}
+	}
+	return 0;
+}

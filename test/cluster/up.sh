@@ -1,0 +1,389 @@
+#!/usr/bin/env bash
+# Starts a real, local Kubernetes control plane for Steadfast's tests:
+# etcd, kube-apiserver (TLS from a CA made here, RBAC, audit log) and
+# kube-controller-manager (garbage collector, job, namespace and
+# service-account controllers). There is no kubelet and no scheduler: pods
+# are stored, never run. Everything listens on 127.0.0.1 on free ports and
+# lives in STATE_DIR, which down.sh removes.
+#
+#   test/cluster/up.sh [STATE_DIR]       default STATE_DIR: <repo>/.cluster
+#
+# On success STATE_DIR/env holds KEY=value lines for the tests (README.md).
+# Running it again while the cluster is up does nothing and exits 0.
+# Environment: WATCH_CACHE=false starts kube-apiserver with --watch-cache=false.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+dir=$(cluster_state_dir "${1:-}")
+t0=$(now_ms)
+elapsed() { awk -v ms=$(( $(now_ms) - t0 )) 'BEGIN{printf "%.1fs", ms/1000}'; }
+
+mkdir -p "$dir"
+# Serialise with other up/down/restart runs on the same state dir.
+exec 8<"$dir"
+flock 8
+
+if [ -f "$dir/$CLUSTER_MARKER" ]; then
+  running="" stopped=""
+  for c in $CLUSTER_COMPONENTS; do
+    if component_running "$c" "$dir"; then running="$running $c"; else stopped="$stopped $c"; fi
+  done
+  if [ -z "$stopped" ] && [ -f "$dir/env" ]; then
+    log "cluster already running in $dir ($(env_value "$dir" STEADFAST_APISERVER)); nothing to do"
+    log "use: . $dir/env"
+    exit 0
+  fi
+  if [ -n "$running" ]; then
+    die "cluster in $dir is partly running (up:$running; down:$stopped); run $here/down.sh $dir first, or $here/restart-apiserver.sh $dir start if only kube-apiserver was stopped"
+  fi
+  log "removing stale state in $dir (no component running)"
+  find "$dir" -mindepth 1 -delete
+elif [ -n "$(ls -A "$dir")" ]; then
+  die "$dir is not empty and is not a cluster state directory; refusing to use it"
+fi
+
+bin=$("$here/build.sh") || die "building the control-plane binaries failed"
+for b in $CLUSTER_COMPONENTS; do
+  [ -x "$bin/$b" ] || die "missing $bin/$b"
+done
+
+touch "$dir/$CLUSTER_MARKER"
+mkdir -p "$dir/pki" "$dir/logs" "$dir/pids" "$dir/cmd" "$dir/etcd"
+pki=$dir/pki
+
+# ---------------------------------------------------------------- failure path
+started=""     # components started so far, newest first
+current=""     # component being brought up (its log is shown on failure)
+finished=0
+on_exit() {
+  local rc=$?
+  [ "$finished" = 1 ] && return 0
+  [ "$rc" = 0 ] && rc=1
+  trap - EXIT INT TERM
+  log "startup FAILED after $(elapsed)"
+  [ -n "$current" ] && show_log_tail "$current" "$dir"
+  for c in $started; do stop_component "$c" "$dir" || true; done
+  rm -f "$dir/env"
+  log "stopped what was started; logs kept in $dir/logs (down.sh removes them)"
+  exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Prints N distinct free TCP ports on 127.0.0.1, chosen at random below the
+# kernel's ephemeral range, so outgoing connections never hold them.
+free_ports() {
+  python3 - "$1" <<'EOF'
+import random, socket, sys
+n = int(sys.argv[1])
+try:
+    lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except Exception:
+    lo = 32768
+lo = max(lo, 11000)
+held, ports = [], []
+for _ in range(5000):
+    if len(ports) == n:
+        break
+    p = random.randint(10000, lo - 1)
+    if p in ports:
+        continue
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        s.close()
+        continue
+    held.append(s)
+    ports.append(p)
+if len(ports) != n:
+    sys.exit("no free ports found")
+print(" ".join(map(str, ports)))
+EOF
+}
+
+# Log bytes before a start attempt, so a failure can be checked for
+# "address already in use" in that attempt only.
+log_size() { stat -c %s "$dir/logs/$1.log" 2>/dev/null || echo 0; }
+port_clash() { tail -c +$(( $2 + 1 )) "$dir/logs/$1.log" 2>/dev/null | grep -q 'address already in use'; }
+
+# ------------------------------------------------------------------------ etcd
+start_etcd() {
+  read -r etcd_port peer_port < <(free_ports 2) || true
+  [ -n "${peer_port:-}" ] || die "could not find free ports"
+  etcd_url=http://127.0.0.1:$etcd_port
+  save_args etcd "$dir" "$bin/etcd" \
+    --name=steadfast \
+    --data-dir="$dir/etcd" \
+    --listen-client-urls="$etcd_url" \
+    --advertise-client-urls="$etcd_url" \
+    --listen-peer-urls="http://127.0.0.1:$peer_port" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
+    --initial-cluster="steadfast=http://127.0.0.1:$peer_port" \
+    --initial-cluster-state=new \
+    --initial-cluster-token="steadfast-$$" \
+    --unsafe-no-fsync=true \
+    --quota-backend-bytes=$(( 512 * 1024 * 1024 )) \
+    --snapshot-count=10000 \
+    --log-level=warn
+  start_component etcd "$dir"
+}
+
+wait_etcd() {
+  local deadline=$(( $(now_ms) + 20000 ))
+  while :; do
+    curl -s --max-time 2 "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"' && return 0
+    component_running etcd "$dir" || return 1
+    [ "$(now_ms)" -lt "$deadline" ] || { log "etcd not healthy after 20s"; return 1; }
+    sleep 0.1
+  done
+}
+
+current=etcd
+for attempt in 1 2 3; do
+  before=$(log_size etcd)
+  start_etcd
+  started="etcd $started"
+  log "etcd starting on $etcd_url (pid $(recorded_pid etcd "$dir"))"
+  # Generate the PKI while etcd boots.
+  [ "$attempt" = 1 ] && pki_pending=1 || pki_pending=0
+  if [ "$pki_pending" = 1 ]; then
+    # ----------------------------------------------------------------- PKI
+    openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 \
+      -keyout "$pki/ca.key" -out "$pki/ca.crt" -subj "/CN=steadfast-test-ca" \
+      -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null \
+      || die "openssl: creating the CA failed"
+    # issue NAME SUBJECT EXTENSIONS
+    issue() {
+      local name=$1 subj=$2 ext=$3
+      openssl req -new -newkey rsa:2048 -nodes -sha256 -subj "$subj" \
+        -keyout "$pki/$name.key" -out "$pki/$name.csr" 2>/dev/null || return 1
+      printf '%b\n' "$ext" >"$pki/$name.ext"
+      openssl x509 -req -sha256 -days 3650 -in "$pki/$name.csr" \
+        -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+        -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null || return 1
+      rm -f "$pki/$name.csr" "$pki/$name.ext"
+    }
+    client_ext='basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth'
+    issue apiserver "/CN=kube-apiserver" \
+      "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
+      || die "openssl: serving certificate failed"
+    issue admin "/O=system:masters/CN=steadfast-admin" "$client_ext" || die "openssl: admin certificate failed"
+    issue lowpriv "/CN=steadfast-lowpriv" "$client_ext" || die "openssl: lowpriv certificate failed"
+    issue controller-manager "/CN=system:kube-controller-manager" "$client_ext" \
+      || die "openssl: controller-manager certificate failed"
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null \
+      || die "openssl: service-account key failed"
+    openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null \
+      || die "openssl: service-account public key failed"
+    chmod 600 "$pki"/*.key
+    log "PKI written to $pki"
+  fi
+  if wait_etcd; then break; fi
+  if [ "$attempt" -lt 3 ] && port_clash etcd "$before"; then
+    log "etcd: port taken meanwhile; retrying with other ports"
+    stop_component etcd "$dir" || true
+    started=${started#etcd }
+    find "$dir/etcd" -mindepth 1 -delete
+    continue
+  fi
+  die "etcd failed to start"
+done
+log "etcd healthy ($(elapsed))"
+
+# -------------------------------------------------------------- audit policy
+cat >"$dir/audit-policy.yaml" <<'EOF'
+# Metadata-level audit events for the resources Steadfast's tests look at
+# (subresources such as pods/status included); nothing for anything else.
+# RequestReceived is omitted: one line per request (watches also log
+# ResponseStarted when the watch opens).
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages:
+  - RequestReceived
+rules:
+  - level: Metadata
+    resources:
+      - group: coordination.k8s.io
+        resources: ["leases", "leases/*"]
+      - group: workload.codeflare.dev
+        resources: ["appwrappers", "appwrappers/*"]
+      - group: batch
+        resources: ["jobs", "jobs/*"]
+      - group: ""
+        resources: ["pods", "pods/*", "configmaps"]
+  - level: None
+EOF
+
+# ---------------------------------------------------------- kube-apiserver
+start_apiserver() {
+  read -r api_port < <(free_ports 1) || true
+  [ -n "${api_port:-}" ] || die "could not find a free port"
+  api_url=https://127.0.0.1:$api_port
+  local extra=()
+  [ "${WATCH_CACHE:-}" = false ] && extra+=(--watch-cache=false)
+  save_args kube-apiserver "$dir" "$bin/kube-apiserver" \
+    --etcd-servers="$etcd_url" \
+    --bind-address=127.0.0.1 \
+    --advertise-address=127.0.0.1 \
+    --secure-port="$api_port" \
+    --tls-cert-file="$pki/apiserver.crt" \
+    --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" \
+    --authorization-mode=RBAC \
+    --service-account-key-file="$pki/sa.pub" \
+    --service-account-signing-key-file="$pki/sa.key" \
+    --service-account-issuer=https://kubernetes.default.svc \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --allow-privileged=true \
+    --audit-policy-file="$dir/audit-policy.yaml" \
+    --audit-log-path="$dir/audit.log" \
+    --audit-log-format=json \
+    --audit-log-mode=blocking \
+    --profiling=false \
+    --v=1 \
+    "${extra[@]}"
+  start_component kube-apiserver "$dir"
+}
+
+current=kube-apiserver
+for attempt in 1 2 3; do
+  before=$(log_size kube-apiserver)
+  start_apiserver
+  started="kube-apiserver $started"
+  log "kube-apiserver starting on $api_url (pid $(recorded_pid kube-apiserver "$dir"))${WATCH_CACHE:+ WATCH_CACHE=$WATCH_CACHE}"
+  if wait_apiserver_ready "$dir" "$api_url" 60; then break; fi
+  if [ "$attempt" -lt 3 ] && port_clash kube-apiserver "$before"; then
+    log "kube-apiserver: port taken meanwhile; retrying with another port"
+    stop_component kube-apiserver "$dir" || true
+    started=${started#kube-apiserver }
+    continue
+  fi
+  die "kube-apiserver failed to become ready"
+done
+log "kube-apiserver ready ($(elapsed))"
+
+# ----------------------------------------------------------------- kubeconfigs
+# write_kubeconfig FILE USER CERT KEY
+write_kubeconfig() {
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: steadfast
+    cluster:
+      server: $api_url
+      certificate-authority: $pki/ca.crt
+users:
+  - name: $2
+    user:
+      client-certificate: $3
+      client-key: $4
+contexts:
+  - name: $2
+    context:
+      cluster: steadfast
+      user: $2
+      namespace: default
+current-context: $2
+EOF
+}
+write_kubeconfig "$dir/admin.kubeconfig" steadfast-admin "$pki/admin.crt" "$pki/admin.key"
+write_kubeconfig "$dir/lowpriv.kubeconfig" steadfast-lowpriv "$pki/lowpriv.crt" "$pki/lowpriv.key"
+write_kubeconfig "$dir/controller-manager.kubeconfig" system:kube-controller-manager \
+  "$pki/controller-manager.crt" "$pki/controller-manager.key"
+
+# ------------------------------------------------------------------------ RBAC
+# create PATH JSON: POST with the admin cert; an existing object is fine.
+create() {
+  local out code
+  out=$(mktemp)
+  code=$(admin_curl "$dir" -o "$out" -w '%{http_code}' -X POST \
+    -H 'Content-Type: application/json' --data "$2" "$api_url$1") || code=000
+  case $code in
+    201|200|409) rm -f "$out"; return 0 ;;
+  esac
+  log "POST $1 returned HTTP $code: $(head -c 600 "$out")"
+  rm -f "$out"
+  return 1
+}
+current=""
+# steadfast-lowpriv: get/list configmaps in namespace default, nothing else.
+create /apis/rbac.authorization.k8s.io/v1/namespaces/default/roles '{
+  "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+  "metadata": {"name": "steadfast-lowpriv", "namespace": "default"},
+  "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]
+}' || die "creating Role steadfast-lowpriv failed"
+create /apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings '{
+  "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+  "metadata": {"name": "steadfast-lowpriv", "namespace": "default"},
+  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "steadfast-lowpriv"},
+  "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "steadfast-lowpriv"}]
+}' || die "creating RoleBinding steadfast-lowpriv failed"
+# With --use-service-account-credentials=false every controller acts as
+# system:kube-controller-manager, whose bootstrap role cannot create pods or
+# update jobs: grant it cluster-admin.
+create /apis/rbac.authorization.k8s.io/v1/clusterrolebindings '{
+  "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+  "metadata": {"name": "steadfast:kube-controller-manager"},
+  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+  "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-controller-manager"}]
+}' || die "creating ClusterRoleBinding steadfast:kube-controller-manager failed"
+log "RBAC for steadfast-lowpriv and the controller manager created"
+
+# ------------------------------------------------- kube-controller-manager
+current=kube-controller-manager
+save_args kube-controller-manager "$dir" "$bin/kube-controller-manager" \
+  --kubeconfig="$dir/controller-manager.kubeconfig" \
+  --controllers=garbage-collector-controller,job-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller \
+  --use-service-account-credentials=false \
+  --service-account-private-key-file="$pki/sa.key" \
+  --root-ca-file="$pki/ca.crt" \
+  --leader-elect=false \
+  --secure-port=0 \
+  --kube-api-qps=100 \
+  --kube-api-burst=200 \
+  --v=1
+start_component kube-controller-manager "$dir"
+started="kube-controller-manager $started"
+log "kube-controller-manager starting (pid $(recorded_pid kube-controller-manager "$dir"))"
+
+deadline=$(( $(now_ms) + 30000 ))
+until [ "$(admin_curl "$dir" -o /dev/null -w '%{http_code}' \
+          "$api_url/api/v1/namespaces/default/serviceaccounts/default" 2>/dev/null)" = 200 ]; do
+  component_running kube-controller-manager "$dir" || die "kube-controller-manager exited"
+  [ "$(now_ms)" -lt "$deadline" ] || die "ServiceAccount default/default not created within 30s"
+  sleep 0.2
+done
+log "ServiceAccount default/default exists ($(elapsed))"
+
+# ------------------------------------------------------------------- env file
+{
+  for kv in \
+    "KUBECONFIG=$dir/admin.kubeconfig" \
+    "STEADFAST_LOWPRIV_KUBECONFIG=$dir/lowpriv.kubeconfig" \
+    "STEADFAST_AUDIT_LOG=$dir/audit.log" \
+    "STEADFAST_APISERVER=$api_url" \
+    "STEADFAST_CA=$pki/ca.crt" \
+    "STEADFAST_ADMIN_CERT=$pki/admin.crt" \
+    "STEADFAST_ADMIN_KEY=$pki/admin.key" \
+    "STEADFAST_LOWPRIV_CERT=$pki/lowpriv.crt" \
+    "STEADFAST_LOWPRIV_KEY=$pki/lowpriv.key" \
+    "STEADFAST_ETCD=$etcd_url" \
+    "STEADFAST_SA_KEY=$pki/sa.key" \
+    "STEADFAST_SA_PUB=$pki/sa.pub" \
+    "STEADFAST_SA_ISSUER=https://kubernetes.default.svc" \
+    "STEADFAST_CLUSTER_DIR=$dir"; do
+    printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
+  done
+} >"$dir/env.tmp"
+mv "$dir/env.tmp" "$dir/env"
+
+finished=1
+trap - EXIT INT TERM
+log "cluster up in $(elapsed): $api_url (etcd $etcd_url)"
+log "use: . $dir/env"

@@ -1,0 +1,166 @@
+/*
+ * tl.c - helpers shared by the integration tests (see tl.h).
+ */
+#include "tl.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "steadfast/time.h"
+
+const char *tl_env(const char *key)
+{
+	static char store[64][1024];
+	static int nstore;
+	const char *path = getenv("STEADFAST_CLUSTER_ENV");
+	cr_assert(path && *path, "STEADFAST_CLUSTER_ENV is not set: run through tools/with-cluster.sh");
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "cannot open cluster env file %s", path);
+	char line[1200];
+	const char *found = NULL;
+	size_t kl = strlen(key);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (strncmp(line, key, kl) == 0 && line[kl] == '=') {
+			const char *v = line + kl + 1;
+			size_t vl = strlen(v);
+			if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+				v++;
+				vl -= 2;
+			}
+			int slot = nstore++ % 64;
+			snprintf(store[slot], sizeof(store[slot]), "%.*s", (int)vl, v);
+			found = store[slot];
+			break;
+		}
+	}
+	fclose(f);
+	cr_assert(found, "key %s missing from %s", key, path);
+	return found;
+}
+
+typedef struct deadline {
+	int fired;
+} deadline;
+
+static void on_deadline(uv_timer_t *t)
+{
+	((deadline *)t->data)->fired = 1;
+}
+
+static void on_close_free(uv_handle_t *h)
+{
+	free(h);
+}
+
+int tl_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeout_ms)
+{
+	deadline d = {0};
+	uv_timer_t *t = malloc(sizeof(*t));
+	cr_assert(t);
+	uv_timer_init(loop, t);
+	t->data = &d;
+	uv_timer_start(t, on_deadline, (uint64_t)timeout_ms, 0);
+	while (!pred(ud) && !d.fired)
+		uv_run(loop, UV_RUN_ONCE);
+	int ok = pred(ud);
+	uv_timer_stop(t);
+	uv_close((uv_handle_t *)t, on_close_free);
+	uv_run(loop, UV_RUN_NOWAIT);
+	return ok ? 0 : -ETIMEDOUT;
+}
+
+static int flag_set(void *ud)
+{
+	return *(const int *)ud != 0;
+}
+
+int tl_run_until(uv_loop_t *loop, const int *flag, long timeout_ms)
+{
+	return tl_run_until_fn(loop, flag_set, (void *)flag, timeout_ms);
+}
+
+void tl_res_cb(void *ud, const sf_kube_result *r)
+{
+	tl_res *o = ud;
+	o->done = 1;
+	o->err = r->err;
+	o->http_status = r->http_status;
+	snprintf(o->reason, sizeof(o->reason), "%s", r->status->reason ? r->status->reason : "");
+	snprintf(o->message, sizeof(o->message), "%s", r->status->message ? r->status->message : "");
+	snprintf(o->errmsg, sizeof(o->errmsg), "%s", r->errmsg ? r->errmsg : "");
+	o->obj = r->obj ? sf_obj_ref(r->obj) : NULL;
+	snprintf(o->list_rv, sizeof(o->list_rv), "%s", r->list_rv ? r->list_rv : "");
+	snprintf(o->list_continue, sizeof(o->list_continue), "%s", r->list_continue ? r->list_continue : "");
+	o->items = r->items;
+}
+
+void tl_res_clear(tl_res *r)
+{
+	sf_obj_unref(r->obj);
+	memset(r, 0, sizeof(*r));
+}
+
+void tl_wait(uv_loop_t *loop, tl_res *r, long timeout_ms)
+{
+	cr_assert_eq(tl_run_until(loop, &r->done, timeout_ms), 0, "request did not finish within %ld ms", timeout_ms);
+}
+
+void tl_kube_open(tl_kube *k, const char *kubeconfig, const sf_kube_client_opts *opts)
+{
+	char err[512];
+	cr_assert_eq(uv_loop_init(&k->loop), 0);
+	const char *path = kubeconfig ? kubeconfig : tl_env("KUBECONFIG");
+	int rc = sf_kube_config_load(path, NULL, &k->cfg, err, sizeof(err));
+	cr_assert_eq(rc, 0, "load %s: %s", path, err);
+	rc = sf_kube_client_new(&k->loop, k->cfg, opts, &k->client);
+	cr_assert_eq(rc, 0, "client: %d", rc);
+}
+
+static void on_client_closed(void *ud)
+{
+	*(int *)ud = 1;
+}
+
+void tl_kube_close(tl_kube *k)
+{
+	int closed = 0;
+	sf_kube_client_close(k->client, on_client_closed, &closed);
+	cr_assert_eq(tl_run_until(&k->loop, &closed, 10000), 0, "client did not close");
+	uv_run(&k->loop, UV_RUN_DEFAULT);
+	sf_kube_config_free(k->cfg);
+	cr_assert_eq(uv_loop_close(&k->loop), 0, "loop has open handles after close");
+}
+
+void tl_do(tl_kube *k, const sf_kube_req *req, tl_res *out)
+{
+	memset(out, 0, sizeof(*out));
+	int rc = sf_kube_do(k->client, req, tl_res_cb, out, NULL);
+	cr_assert_eq(rc, 0, "sf_kube_do: %d", rc);
+	tl_wait(&k->loop, out, 60000);
+}
+
+const char *tl_namespace(tl_kube *k, const char *prefix, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s-%04x%04x", prefix, (unsigned)rand() & 0xffff,
+		 (unsigned)(sf_mono_ns() & 0xffff));
+	char body[256];
+	snprintf(body, sizeof(body), "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", buf);
+	tl_res r;
+	sf_kube_req req = {.method = "POST", .gvr = &SF_GVR_NAMESPACES, .body = body, .body_len = strlen(body)};
+	tl_do(k, &req, &r);
+	cr_assert_eq(r.http_status, 201, "create namespace %s: %ld %s %s", buf, r.http_status, r.message, r.errmsg);
+	tl_res_clear(&r);
+	return buf;
+}
+
+void tl_namespace_delete(tl_kube *k, const char *ns)
+{
+	tl_res r;
+	sf_kube_req req = {.method = "DELETE", .gvr = &SF_GVR_NAMESPACES, .name = ns};
+	tl_do(k, &req, &r);
+	tl_res_clear(&r);
+}

@@ -1,0 +1,65 @@
+/*
+ * tl.h - helpers shared by the integration tests.
+ *
+ * Tests drive the real client on a libuv loop. These helpers run the loop
+ * until a callback has fired (never a fixed sleep), with a deadline so a
+ * hung request fails the test instead of hanging it, and give access to the
+ * control plane that tools/with-cluster.sh started (its env file).
+ */
+#ifndef STEADFAST_TEST_TL_H
+#define STEADFAST_TEST_TL_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "steadfast/client.h"
+
+/* Value of KEY from the cluster env file ($STEADFAST_CLUSTER_ENV); aborts
+ * the test (criterion failure) when missing. Borrowed, static storage. */
+const char *tl_env(const char *key);
+
+/* Runs loop until *flag becomes non-zero or timeout_ms passes.
+ * Returns 0 when the flag was set, -ETIMEDOUT otherwise. */
+int tl_run_until(uv_loop_t *loop, const int *flag, long timeout_ms);
+
+/* Same, for a predicate checked after each loop iteration. */
+int tl_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeout_ms);
+
+/* A finished request, copied out of its callback. */
+typedef struct tl_res {
+	int done;
+	int err;
+	long http_status;
+	char reason[64];
+	char message[512];
+	char errmsg[512];
+	sf_obj *obj; /* owned; tl_res_clear releases */
+	char list_rv[64];
+	char list_continue[1024];
+	unsigned long items;
+} tl_res;
+
+void tl_res_cb(void *ud, const sf_kube_result *r); /* ud = tl_res* */
+void tl_res_clear(tl_res *r);
+/* Waits for r->done (fails the test after timeout_ms). */
+void tl_wait(uv_loop_t *loop, tl_res *r, long timeout_ms);
+
+/* A client on a fresh loop, from a kubeconfig path (NULL = admin). */
+typedef struct tl_kube {
+	uv_loop_t loop;
+	sf_kube_config *cfg;
+	sf_kube_client *client;
+} tl_kube;
+
+void tl_kube_open(tl_kube *k, const char *kubeconfig, const sf_kube_client_opts *opts);
+/* Closes the client, runs the loop dry and asserts uv_loop_close == 0. */
+void tl_kube_close(tl_kube *k);
+
+/* Synchronous helpers on top of tl_kube: each runs the loop until done. */
+void tl_do(tl_kube *k, const sf_kube_req *req, tl_res *out);
+/* Creates a namespace named "<prefix>-<random>" and returns its name. */
+const char *tl_namespace(tl_kube *k, const char *prefix, char *buf, size_t n);
+/* Deletes a namespace (does not wait for it to go). */
+void tl_namespace_delete(tl_kube *k, const char *ns);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * test_strmap.c - string hash map: basic operations, 100k keys, tombstone
+ * churn and rehashing, iteration (with removal), borrowed keys.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "steadfast/strmap.h"
+
+#define MANY 100000
+
+static void key_of(char *buf, size_t n, size_t i)
+{
+	snprintf(buf, n, "ns-%zu/object-%zu", i % 97, i);
+}
+
+static sf_strmap *new_map(unsigned flags, size_t hint)
+{
+	sf_strmap *m = NULL;
+	cr_assert_eq(sf_strmap_new(flags, hint, &m), 0);
+	cr_assert_not_null(m);
+	return m;
+}
+
+Test(strmap, basic)
+{
+	sf_strmap *m = new_map(0, 0);
+	int a = 1, b = 2;
+	void *old = NULL;
+
+	cr_assert_eq(sf_strmap_len(m), 0);
+	cr_assert_null(sf_strmap_get(m, "x"));
+	cr_assert_eq(sf_strmap_remove(m, "x", NULL), -ENOENT);
+
+	cr_assert_eq(sf_strmap_put(m, "default/a", &a, NULL), 1);
+	cr_assert_eq(sf_strmap_put(m, "default/b", &b, NULL), 1);
+	cr_assert_eq(sf_strmap_len(m), 2);
+	cr_assert_eq(sf_strmap_get(m, "default/a"), &a);
+	cr_assert_eq(sf_strmap_get(m, "default/b"), &b);
+	cr_assert_null(sf_strmap_get(m, "default/c"));
+
+	cr_assert_eq(sf_strmap_put(m, "default/a", &b, &old), 0);
+	cr_assert_eq(old, &a);
+	cr_assert_eq(sf_strmap_get(m, "default/a"), &b);
+	cr_assert_eq(sf_strmap_len(m), 2);
+
+	void *v = NULL;
+	cr_assert_eq(sf_strmap_remove(m, "default/a", &v), 0);
+	cr_assert_eq(v, &b);
+	cr_assert_null(sf_strmap_get(m, "default/a"));
+	cr_assert_eq(sf_strmap_len(m), 1);
+	cr_assert_eq(sf_strmap_remove(m, "default/a", NULL), -ENOENT);
+	sf_strmap_free(m, NULL);
+}
+
+Test(strmap, empty_key_and_null_values)
+{
+	sf_strmap *m = new_map(0, 0);
+	void *v = &v;
+	cr_assert_eq(sf_strmap_find(m, "", &v), 0);
+	cr_assert_eq(sf_strmap_put(m, "", NULL, NULL), 1);
+	cr_assert_eq(sf_strmap_put(m, "k", NULL, NULL), 1);
+	cr_assert_eq(sf_strmap_find(m, "", &v), 1);
+	cr_assert_null(v);
+	cr_assert_eq(sf_strmap_find(m, "k", NULL), 1);
+	cr_assert_eq(sf_strmap_find(m, "kk", NULL), 0);
+	cr_assert_null(sf_strmap_get(m, "k"));
+	cr_assert_eq(sf_strmap_len(m), 2);
+	sf_strmap_free(m, NULL);
+}
+
+Test(strmap, copies_keys)
+{
+	sf_strmap *m = new_map(0, 0);
+	char key[16];
+	strcpy(key, "ns/name");
+	cr_assert_eq(sf_strmap_put(m, key, (void *)1, NULL), 1);
+	strcpy(key, "ns/other");
+	cr_assert_eq(sf_strmap_get(m, "ns/name"), (void *)1);
+	cr_assert_null(sf_strmap_get(m, "ns/other"));
+	sf_strmap_free(m, NULL);
+}
+
+Test(strmap, getn_unterminated)
+{
+	sf_strmap *m = new_map(0, 0);
+	cr_assert_eq(sf_strmap_put(m, "kube-system/coredns", (void *)7, NULL), 1);
+	const char buf[] = "kube-system/coredns-extra";
+	cr_assert_eq(sf_strmap_getn(m, buf, 19), (void *)7);
+	cr_assert_null(sf_strmap_getn(m, buf, 18));
+	cr_assert_null(sf_strmap_getn(m, buf, sizeof(buf) - 1));
+	sf_strmap_free(m, NULL);
+}
+
+Test(strmap, many_keys)
+{
+	sf_strmap *m = new_map(0, 0);
+	char k[64];
+	for (size_t i = 0; i < MANY; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq(sf_strmap_put(m, k, (void *)(uintptr_t)(i + 1), NULL), 1);
+	}
+	cr_assert_eq(sf_strmap_len(m), MANY);
+	for (size_t i = 0; i < MANY; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq((uintptr_t)sf_strmap_get(m, k), i + 1, "key %s", k);
+	}
+	/* Remove the even ones; the odd ones must stay reachable past the
+	 * tombstones. */
+	for (size_t i = 0; i < MANY; i += 2) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq(sf_strmap_remove(m, k, NULL), 0);
+	}
+	cr_assert_eq(sf_strmap_len(m), MANY / 2);
+	for (size_t i = 0; i < MANY; i++) {
+		key_of(k, sizeof(k), i);
+		void *v;
+		int found = sf_strmap_find(m, k, &v);
+		if (i % 2) {
+			cr_assert_eq(found, 1, "key %s", k);
+			cr_assert_eq((uintptr_t)v, i + 1);
+		} else {
+			cr_assert_eq(found, 0, "key %s", k);
+		}
+	}
+	/* Put them back with new values; replacing the odd ones. */
+	for (size_t i = 0; i < MANY; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq(sf_strmap_put(m, k, (void *)(uintptr_t)(i + 2), NULL), i % 2 ? 0 : 1);
+	}
+	cr_assert_eq(sf_strmap_len(m), MANY);
+	for (size_t i = 0; i < MANY; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq((uintptr_t)sf_strmap_get(m, k), i + 2);
+	}
+	sf_strmap_free(m, NULL);
+}
+
+/* A sliding window of live keys: every insert lands in a table full of
+ * tombstones, so this exercises tombstone reuse and same-size rehashes. */
+Test(strmap, tombstone_churn)
+{
+	sf_strmap *m = new_map(0, 0);
+	const size_t window = 50, total = 200000;
+	char k[64];
+	for (size_t i = 0; i < total; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq(sf_strmap_put(m, k, (void *)(uintptr_t)i, NULL), 1);
+		if (i >= window) {
+			key_of(k, sizeof(k), i - window);
+			void *v;
+			cr_assert_eq(sf_strmap_remove(m, k, &v), 0);
+			cr_assert_eq((uintptr_t)v, i - window);
+		}
+		cr_assert_eq(sf_strmap_len(m), i < window ? i + 1 : window);
+	}
+	for (size_t i = total - window; i < total; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq((uintptr_t)sf_strmap_get(m, k), i);
+	}
+	key_of(k, sizeof(k), total - window - 1);
+	cr_assert_null(sf_strmap_get(m, k));
+	sf_strmap_free(m, NULL);
+}
+
+Test(strmap, reserve_and_clear)
+{
+	sf_strmap *m = new_map(0, 1000);
+	char k[64];
+	cr_assert_eq(sf_strmap_reserve(m, 5000), 0);
+	for (size_t i = 0; i < 5000; i++) {
+		key_of(k, sizeof(k), i);
+		int *v = malloc(sizeof(*v));
+		cr_assert_not_null(v);
+		*v = (int)i;
+		cr_assert_eq(sf_strmap_put(m, k, v, NULL), 1);
+	}
+	sf_strmap_clear(m, free);
+	cr_assert_eq(sf_strmap_len(m), 0);
+	key_of(k, sizeof(k), 10);
+	cr_assert_null(sf_strmap_get(m, k));
+	cr_assert_eq(sf_strmap_put(m, k, NULL, NULL), 1);
+	cr_assert_eq(sf_strmap_len(m), 1);
+	sf_strmap_free(m, NULL);
+}
+
+Test(strmap, iterate)
+{
+	sf_strmap *m = new_map(0, 0);
+	const size_t n = 10000;
+	char k[64];
+	unsigned char *seen = calloc(n, 1);
+	cr_assert_not_null(seen);
+
+	sf_strmap_iter it = SF_STRMAP_ITER_INIT;
+	cr_assert_eq(sf_strmap_next(m, &it, NULL, NULL), 0);
+
+	for (size_t i = 0; i < n; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq(sf_strmap_put(m, k, (void *)(uintptr_t)i, NULL), 1);
+	}
+	const char *key;
+	void *v;
+	size_t count = 0;
+	it = (sf_strmap_iter)SF_STRMAP_ITER_INIT;
+	while (sf_strmap_next(m, &it, &key, &v)) {
+		size_t i = (uintptr_t)v;
+		cr_assert_lt(i, n);
+		cr_assert_eq(seen[i], 0, "entry %zu seen twice", i);
+		seen[i] = 1;
+		key_of(k, sizeof(k), i);
+		cr_assert_str_eq(key, k);
+		count++;
+	}
+	cr_assert_eq(count, n);
+	free(seen);
+	sf_strmap_free(m, NULL);
+}
+
+Test(strmap, remove_while_iterating)
+{
+	sf_strmap *m = new_map(0, 0);
+	const size_t n = 20000;
+	char k[64];
+	for (size_t i = 0; i < n; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq(sf_strmap_put(m, k, (void *)(uintptr_t)i, NULL), 1);
+	}
+	/* Remove every entry divisible by 3 as it is visited; every entry is
+	 * still visited exactly once. */
+	sf_strmap_iter it = SF_STRMAP_ITER_INIT;
+	const char *key;
+	void *v;
+	size_t visited = 0, removed = 0;
+	while (sf_strmap_next(m, &it, &key, &v)) {
+		visited++;
+		if ((uintptr_t)v % 3 == 0) {
+			cr_assert_eq(sf_strmap_remove(m, key, NULL), 0);
+			removed++;
+		}
+	}
+	cr_assert_eq(visited, n);
+	cr_assert_eq(sf_strmap_len(m), n - removed);
+	for (size_t i = 0; i < n; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq(sf_strmap_find(m, k, NULL), i % 3 != 0, "key %s", k);
+	}
+	sf_strmap_free(m, NULL);
+}
+
+typedef struct obj {
+	char key[32];
+	int n;
+} obj;
+
+Test(strmap, borrowed_keys)
+{
+	sf_strmap *m = new_map(SF_STRMAP_BORROW_KEYS, 0);
+	obj *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	cr_assert(a && b);
+	strcpy(a->key, "ns/x");
+	strcpy(b->key, "ns/x");
+	cr_assert_eq(sf_strmap_put(m, a->key, a, NULL), 1);
+	sf_strmap_iter it = SF_STRMAP_ITER_INIT;
+	const char *key;
+	cr_assert_eq(sf_strmap_next(m, &it, &key, NULL), 1);
+	cr_assert_eq(key, a->key, "the map must keep the caller's pointer");
+
+	/* Replacing switches the stored key to the new object's copy, so the
+	 * old object can be freed. */
+	void *old;
+	cr_assert_eq(sf_strmap_put(m, b->key, b, &old), 0);
+	cr_assert_eq(old, a);
+	free(a);
+	it = (sf_strmap_iter)SF_STRMAP_ITER_INIT;
+	cr_assert_eq(sf_strmap_next(m, &it, &key, NULL), 1);
+	cr_assert_eq(key, b->key);
+	cr_assert_eq(sf_strmap_get(m, "ns/x"), b);
+	sf_strmap_free(m, free);
+}
+
+static int freed_count;
+
+static void count_free(void *v)
+{
+	freed_count++;
+	free(v);
+}
+
+Test(strmap, free_values)
+{
+	sf_strmap *m = new_map(0, 0);
+	char k[64];
+	freed_count = 0;
+	for (size_t i = 0; i < 300; i++) {
+		key_of(k, sizeof(k), i);
+		cr_assert_eq(sf_strmap_put(m, k, malloc(8), NULL), 1);
+	}
+	sf_strmap_free(m, count_free);
+	cr_assert_eq(freed_count, 300);
+	sf_strmap_free(NULL, NULL);
+}
