@@ -143,8 +143,14 @@ lint:
 format:
 	clang-format -i $(LIB_SRCS) $(MAIN_SRC) include/steadfast/*.h $(UNIT_SRCS) $(INTEG_SRCS)
 
-bench: all
-	@tools/bench.sh
+BENCH_BINS := $(O)/bench/informer-bench $(O)/bench/loader
+$(O)/bench/informer-bench: $(O)/bench/informer_bench.o $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(O)/bench/loader: $(O)/bench/loader.o $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+bench: all $(BENCH_BINS) cluster-build
+	@O=$(O) tools/bench.sh
 
 demo: all cluster-build
 	@tools/demo.sh

@@ -70,21 +70,22 @@ typedef struct sf_queue sf_queue;
 typedef void (*sf_queue_process_fn)(void *ud, const char *key);
 
 typedef struct sf_queue_opts {
-	const char *name;             /* for logs ("" if NULL); copied */
-	unsigned max_in_flight;       /* keys processed at once; 0 = 1 */
-	sf_queue_process_fn process;  /* NULL: pull mode, see sf_queue_get */
-	void *ud;                     /* for process */
-	sf_ratelimiter_opts limiter;  /* all zero = client-go's defaults */
+	const char *name;            /* for logs ("" if NULL); copied */
+	unsigned max_in_flight;      /* keys processed at once; 0 = 1 */
+	sf_queue_process_fn process; /* NULL: pull mode, see sf_queue_get */
+	void *ud;                    /* for process */
+	sf_ratelimiter_opts limiter; /* all zero = client-go's defaults */
 } sf_queue_opts;
 
 typedef struct sf_queue_metrics {
-	size_t depth;            /* ready keys waiting (workqueue_depth) */
-	size_t delayed;          /* keys waiting for an add_after deadline */
-	size_t in_flight;        /* keys being processed */
-	uint64_t adds;           /* adds that queued a key (workqueue_adds_total) */
-	uint64_t retries;        /* add_after/add_rate_limited calls (workqueue_retries_total) */
-	double longest_running_s;/* age of the oldest key in processing */
-	double unfinished_work_s;/* summed age of all keys in processing */
+	size_t depth;             /* ready keys waiting (workqueue_depth) */
+	size_t delayed;           /* keys waiting for an add_after deadline */
+	size_t in_flight;         /* keys being processed */
+	uint64_t adds;            /* adds that queued a key (workqueue_adds_total) */
+	uint64_t retries;         /* add_after/add_rate_limited calls (workqueue_retries_total) */
+	double longest_running_s; /* age of the oldest key in processing
+				   * (workqueue_longest_running_processor_seconds) */
+	double unfinished_work_s; /* summed ages (workqueue_unfinished_work_seconds) */
 } sf_queue_metrics;
 
 /* opts may be NULL (pull mode, defaults). 0 and *out, or a negative errno. */

@@ -24,7 +24,11 @@ typedef struct rec {
 	int finish_now;      /* call sf_queue_done inside process */
 	int readd_once;      /* add the key again while processing it, once */
 	int shutdown_on;     /* shut the queue down on the first hand-out */
+	int close_on;        /* close the queue on the first hand-out */
+	int closed;
 } rec;
+
+static void on_closed(void *ud);
 
 static void record(void *ud, const char *key)
 {
@@ -35,6 +39,10 @@ static void record(void *ud, const char *key)
 	r->n++;
 	if (r->shutdown_on)
 		sf_queue_shutdown(r->q, NULL, NULL);
+	if (r->close_on) {
+		sf_queue_close(r->q, on_closed, &r->closed);
+		return;
+	}
 	if (r->readd_once) {
 		r->readd_once = 0;
 		cr_assert_eq(sf_queue_add(r->q, key), 0);
@@ -584,6 +592,22 @@ Test(queue, shutdown_from_process_stops_dispatch)
 	uv_run(&loop, UV_RUN_DEFAULT);
 	cr_assert_eq(r.n, 1);
 	close_queue(&loop, q);
+}
+
+Test(queue, close_from_process)
+{
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	rec r = {0};
+	r.close_on = 1;
+	sf_queue *q = new_queue(&loop, &r, 10);
+	cr_assert_eq(sf_queue_add(q, "ns/a"), 0);
+	cr_assert_eq(sf_queue_add(q, "ns/b"), 0);
+	cr_assert_eq(sf_queue_add_after(q, "ns/c", 100000), 0);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(r.n, 1, "nothing is handed out after close");
+	cr_assert_eq(r.closed, 1);
+	cr_assert_eq(uv_loop_close(&loop), 0);
 }
 
 Test(queue, close_with_pending_work)
