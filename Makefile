@@ -12,9 +12,9 @@ TEST_PKGS := criterion
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
-CPPFLAGS += -Iinclude -D_GNU_SOURCE
+override CPPFLAGS += -Iinclude -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 $(WARN) -fno-strict-aliasing
+override CFLAGS += -std=c11 $(WARN) -fno-strict-aliasing
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)

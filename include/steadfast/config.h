@@ -27,7 +27,9 @@ typedef struct sf_kube_config {
 	char *namespace;        /* from the context / in-cluster file; "default" if unset */
 	char *context;          /* context name used ("" in-cluster) */
 	char *source;           /* for messages: file path(s) or "in-cluster" */
-	/* internal: memfds backing inline data (-1 if unused) and token cache */
+	/* internal: memfds backing inline data (-1 if unused) and token cache.
+	 * Setting token_checked_ns to 0 makes the next sf_kube_config_token
+	 * call look at token_file at once (tests use this). */
 	int memfd[3];
 	char *token_cache;
 	int64_t token_mtime_ns;
@@ -42,7 +44,9 @@ int sf_kube_config_load(const char *explicit_path, const char *context,
 			sf_kube_config **out, char *err, size_t errlen);
 
 /* Loads and merges the given kubeconfig files in order (first file to set
- * a map entry or current-context wins, as in client-go). */
+ * a map entry or current-context wins, as in client-go). Files that do not
+ * exist are skipped, as client-go does for $KUBECONFIG; it is an error if
+ * none exists. */
 int sf_kube_config_load_files(const char *const *paths, size_t npaths, const char *context,
 			      sf_kube_config **out, char *err, size_t errlen);
 
@@ -53,7 +57,9 @@ int sf_kube_config_parse(const char *yaml, size_t len, const char *name, const c
 
 /* In-cluster: KUBERNETES_SERVICE_HOST/PORT and the service-account files
  * token, ca.crt and namespace in sa_dir (NULL =
- * /var/run/secrets/kubernetes.io/serviceaccount). */
+ * /var/run/secrets/kubernetes.io/serviceaccount). As in client-go,
+ * $POD_NAMESPACE overrides the namespace file, and a missing ca.crt is
+ * logged and leaves ca_file NULL (system CAs). */
 int sf_kube_config_in_cluster(const char *sa_dir, sf_kube_config **out, char *err, size_t errlen);
 
 /* The bearer token to send now: the static token, or token_file's content

@@ -109,7 +109,7 @@ struct kc_parse {
 /* --- small helpers ---------------------------------------------------------- */
 
 static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
@@ -377,7 +377,8 @@ static void blob_free(struct kc_blob *b)
 
 /* --- YAML document access ------------------------------------------------------ */
 
-static int perr(struct kc_parse *p, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int perr(struct kc_parse *p, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int perr(struct kc_parse *p, int rc, const char *fmt, ...)
 {
@@ -442,14 +443,15 @@ static yaml_node_t *map_get(struct kc_parse *p, yaml_node_t *map, const char *ke
 
 /* Copies the string at map[key] into *out: NULL when absent, null or "". */
 static int get_str(struct kc_parse *p, yaml_node_t *map, const char *key, const char *path,
-		   char **out)
+                   char **out)
 {
 	*out = NULL;
 	yaml_node_t *n = map_get(p, map, key);
 	if (node_is_null(n))
 		return 0;
 	if (n->type != YAML_SCALAR_NODE)
-		return perr(p, -EINVAL, "%s.%s: expected a string, got %s", path, key, node_kind(n));
+		return perr(p, -EINVAL, "%s.%s: expected a string, got %s", path, key,
+		            node_kind(n));
 	const char *v = (const char *)n->data.scalar.value;
 	size_t len = n->data.scalar.length;
 	if (memchr(v, '\0', len))
@@ -462,7 +464,7 @@ static int get_str(struct kc_parse *p, yaml_node_t *map, const char *key, const 
 
 /* A path field: as get_str, then resolved against the file's directory. */
 static int get_path(struct kc_parse *p, yaml_node_t *map, const char *key, const char *path,
-		    char **out)
+                    char **out)
 {
 	int rc = get_str(p, map, key, path, out);
 	if (rc || !*out || (*out)[0] == '/' || !p->base_dir)
@@ -475,7 +477,7 @@ static int get_path(struct kc_parse *p, yaml_node_t *map, const char *key, const
 
 /* A *-data field: base64 decoded; empty when absent. */
 static int get_data(struct kc_parse *p, yaml_node_t *map, const char *key, const char *path,
-		    struct kc_blob *out)
+                    struct kc_blob *out)
 {
 	char *s;
 	out->data = NULL;
@@ -491,12 +493,12 @@ static int get_data(struct kc_parse *p, yaml_node_t *map, const char *key, const
 }
 
 static int get_bool(struct kc_parse *p, yaml_node_t *map, const char *key, const char *path,
-		    int *out)
+                    int *out)
 {
 	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
-					  "on",   "On",   "ON",   "y",   "Y"};
+	                                  "on",   "On",   "ON",   "y",   "Y"};
 	static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO",
-					 "off",   "Off",   "OFF",   "n",  "N"};
+	                                 "off",   "Off",   "OFF",   "n",  "N"};
 	*out = 0;
 	yaml_node_t *n = map_get(p, map, key);
 	if (node_is_null(n))
@@ -537,7 +539,8 @@ static int get_list(struct kc_parse *p, yaml_node_t *root, const char *key, yaml
 /* For list item i of key: checks it is a mapping with a name and a body
  * mapping under bodykey. */
 static int get_entry(struct kc_parse *p, yaml_node_t *item, const char *key, size_t i,
-		     const char *bodykey, char **name, yaml_node_t **body, char *path, size_t pathlen)
+                     const char *bodykey, char **name, yaml_node_t **body, char *path,
+                     size_t pathlen)
 {
 	snprintf(path, pathlen, "%s[%zu]", key, i);
 	*name = NULL;
@@ -553,7 +556,7 @@ static int get_entry(struct kc_parse *p, yaml_node_t *item, const char *key, siz
 		*body = NULL;
 	} else if (b->type != YAML_MAPPING_NODE) {
 		return perr(p, -EINVAL, "%s.%s: expected a mapping, got %s", path, bodykey,
-			    node_kind(b));
+		            node_kind(b));
 	} else {
 		*body = b;
 	}
@@ -566,7 +569,7 @@ static int dup_err(struct kc_parse *p, const char *key, size_t i, const char *na
 {
 	char q[80];
 	return perr(p, -EINVAL, "%s[%zu].name: duplicate name %s", key, i,
-		    quote(q, sizeof(q), name));
+	            quote(q, sizeof(q), name));
 }
 
 /* --- the tables ---------------------------------------------------------------- */
@@ -656,7 +659,7 @@ static int parse_clusters(struct kc_parse *p, yaml_node_t *root)
 		char path[64];
 		yaml_node_t *body = NULL;
 		rc = get_entry(p, yaml_document_get_node(p->doc, *it), "clusters", i, "cluster",
-			       &c.name, &body, path, sizeof(path));
+		               &c.name, &body, path, sizeof(path));
 		if (!rc && body)
 			rc = get_str(p, body, "server", path, &c.server);
 		if (!rc && body)
@@ -671,8 +674,8 @@ static int parse_clusters(struct kc_parse *p, yaml_node_t *root)
 			if (p->set->clusters[j].file == p->file &&
 			    strcmp(p->set->clusters[j].name, c.name) == 0)
 				rc = dup_err(p, "clusters", i, c.name);
-		if (!rc && grow((void **)&p->set->clusters, &p->set->capclusters,
-				p->set->nclusters, sizeof(c)))
+		if (!rc && grow((void **)&p->set->clusters, &p->set->capclusters, p->set->nclusters,
+		                sizeof(c)))
 			rc = perr(p, -ENOMEM, "out of memory");
 		if (rc) {
 			cluster_free(&c);
@@ -696,7 +699,7 @@ static int parse_users(struct kc_parse *p, yaml_node_t *root)
 		char path[64];
 		yaml_node_t *body = NULL;
 		rc = get_entry(p, yaml_document_get_node(p->doc, *it), "users", i, "user", &u.name,
-			       &body, path, sizeof(path));
+		               &body, path, sizeof(path));
 		if (!rc && body)
 			rc = get_path(p, body, "client-certificate", path, &u.cert_file);
 		if (!rc && body)
@@ -717,8 +720,8 @@ static int parse_users(struct kc_parse *p, yaml_node_t *root)
 			if (p->set->users[j].file == p->file &&
 			    strcmp(p->set->users[j].name, u.name) == 0)
 				rc = dup_err(p, "users", i, u.name);
-		if (!rc && grow((void **)&p->set->users, &p->set->capusers, p->set->nusers,
-				sizeof(u)))
+		if (!rc &&
+		    grow((void **)&p->set->users, &p->set->capusers, p->set->nusers, sizeof(u)))
 			rc = perr(p, -ENOMEM, "out of memory");
 		if (rc) {
 			user_free(&u);
@@ -742,7 +745,7 @@ static int parse_contexts(struct kc_parse *p, yaml_node_t *root)
 		char path[64];
 		yaml_node_t *body = NULL;
 		rc = get_entry(p, yaml_document_get_node(p->doc, *it), "contexts", i, "context",
-			       &c.name, &body, path, sizeof(path));
+		               &c.name, &body, path, sizeof(path));
 		if (!rc && body)
 			rc = get_str(p, body, "cluster", path, &c.cluster);
 		if (!rc && body)
@@ -753,8 +756,8 @@ static int parse_contexts(struct kc_parse *p, yaml_node_t *root)
 			if (p->set->contexts[j].file == p->file &&
 			    strcmp(p->set->contexts[j].name, c.name) == 0)
 				rc = dup_err(p, "contexts", i, c.name);
-		if (!rc && grow((void **)&p->set->contexts, &p->set->capcontexts,
-				p->set->ncontexts, sizeof(c)))
+		if (!rc && grow((void **)&p->set->contexts, &p->set->capcontexts, p->set->ncontexts,
+		                sizeof(c)))
 			rc = perr(p, -ENOMEM, "out of memory");
 		if (rc) {
 			context_free(&c);
@@ -769,26 +772,26 @@ static int yaml_error(yaml_parser_t *yp, const char *name, char *err, size_t err
 {
 	const char *problem = yp->problem ? yp->problem : "malformed document";
 	switch (yp->error) {
-	case YAML_MEMORY_ERROR:
-		return oom(err, errlen);
+	case YAML_MEMORY_ERROR: return oom(err, errlen);
 	case YAML_READER_ERROR:
 		return set_err(err, errlen, -EINVAL, "kubeconfig %s: byte offset %zu: %s", name,
-			       yp->problem_offset, problem);
+		               yp->problem_offset, problem);
 	default:
 		if (yp->context)
-			return set_err(err, errlen, -EINVAL,
-				       "kubeconfig %s:%zu:%zu: YAML syntax error: %s (%s at line %zu)",
-				       name, yp->problem_mark.line + 1, yp->problem_mark.column + 1,
-				       problem, yp->context, yp->context_mark.line + 1);
+			return set_err(
+			    err, errlen, -EINVAL,
+			    "kubeconfig %s:%zu:%zu: YAML syntax error: %s (%s at line %zu)", name,
+			    yp->problem_mark.line + 1, yp->problem_mark.column + 1, problem,
+			    yp->context, yp->context_mark.line + 1);
 		return set_err(err, errlen, -EINVAL, "kubeconfig %s:%zu:%zu: YAML syntax error: %s",
-			       name, yp->problem_mark.line + 1, yp->problem_mark.column + 1,
-			       problem);
+		               name, yp->problem_mark.line + 1, yp->problem_mark.column + 1,
+		               problem);
 	}
 }
 
 /* Reads the first document of text into set as file number set->nfiles. */
 static int parse_doc(struct kc_set *set, const char *text, size_t len, const char *name,
-		     const char *base_dir, char *err, size_t errlen)
+                     const char *base_dir, char *err, size_t errlen)
 {
 	yaml_parser_t yp;
 	yaml_document_t doc;
@@ -806,8 +809,13 @@ static int parse_doc(struct kc_set *set, const char *text, size_t len, const cha
 		rc = oom(err, errlen);
 		goto out;
 	}
-	struct kc_parse p = {.doc = &doc, .name = name, .base_dir = base_dir, .set = set,
-			     .file = set->nfiles++, .err = err, .errlen = errlen};
+	struct kc_parse p = {.doc = &doc,
+	                     .name = name,
+	                     .base_dir = base_dir,
+	                     .set = set,
+	                     .file = set->nfiles++,
+	                     .err = err,
+	                     .errlen = errlen};
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	if (node_is_null(root))
 		goto out; /* an empty file is an empty configuration, as in client-go */
@@ -882,20 +890,21 @@ static int looks_like_pem(const struct kc_blob *b)
 
 /* Inline data for one of the memfd slots, or a referenced file. */
 static int use_pem(sf_kube_config *c, int slot, const struct kc_blob *data, const char *file,
-		   char **dst, const char *fname, const char *path, const char *field,
-		   char *err, size_t errlen)
+                   char **dst, const char *fname, const char *path, const char *field, char *err,
+                   size_t errlen)
 {
 	static const char *const labels[] = {"kubeconfig-ca", "kubeconfig-cert", "kubeconfig-key"};
 	int rc;
 	if (data->data) {
 		if (!looks_like_pem(data))
-			return set_err(err, errlen, -EINVAL,
-				       "kubeconfig %s: %s.%s-data: not PEM (no \"-----BEGIN\" line)",
-				       fname, path, field);
+			return set_err(
+			    err, errlen, -EINVAL,
+			    "kubeconfig %s: %s.%s-data: not PEM (no \"-----BEGIN\" line)", fname,
+			    path, field);
 		rc = make_memfd(labels[slot], data, &c->memfd[slot], dst);
 		if (rc)
 			return set_err(err, errlen, rc, "kubeconfig %s: %s.%s-data: memfd: %s",
-				       fname, path, field, strerror(-rc));
+			               fname, path, field, strerror(-rc));
 		return 0;
 	}
 	if (!file)
@@ -903,32 +912,33 @@ static int use_pem(sf_kube_config *c, int slot, const struct kc_blob *data, cons
 	rc = check_readable(file);
 	if (rc)
 		return set_err(err, errlen, rc, "kubeconfig %s: %s.%s: %s: %s", fname, path, field,
-			       file, strerror(-rc));
+		               file, strerror(-rc));
 	*dst = strdup(file);
 	return *dst ? 0 : oom(err, errlen);
 }
 
 /* server with a scheme (https:// when none, as client-go) and no trailing '/'. */
 static int normalize_server(const char *in, char **out, const char *fname, const char *path,
-			    char *err, size_t errlen)
+                            char *err, size_t errlen)
 {
 	char q[160];
 	const char *sep = strstr(in, "://");
 	if (has_ctl(in) || strpbrk(in, " "))
-		return set_err(err, errlen, -EINVAL,
-			       "kubeconfig %s: %s.server %s: contains whitespace or control characters",
-			       fname, path, quote(q, sizeof(q), in));
+		return set_err(
+		    err, errlen, -EINVAL,
+		    "kubeconfig %s: %s.server %s: contains whitespace or control characters", fname,
+		    path, quote(q, sizeof(q), in));
 	if (sep) {
 		size_t sl = (size_t)(sep - in);
 		if (!((sl == 5 && strncasecmp(in, "https", 5) == 0) ||
 		      (sl == 4 && strncasecmp(in, "http", 4) == 0)))
 			return set_err(err, errlen, -EINVAL,
-				       "kubeconfig %s: %s.server %s: scheme must be https or http",
-				       fname, path, quote(q, sizeof(q), in));
+			               "kubeconfig %s: %s.server %s: scheme must be https or http",
+			               fname, path, quote(q, sizeof(q), in));
 		if (sep[3] == '\0' || sep[3] == '/')
 			return set_err(err, errlen, -EINVAL,
-				       "kubeconfig %s: %s.server %s: missing host", fname, path,
-				       quote(q, sizeof(q), in));
+			               "kubeconfig %s: %s.server %s: missing host", fname, path,
+			               quote(q, sizeof(q), in));
 	}
 	sf_buf b;
 	sf_buf_init(&b, 0);
@@ -946,38 +956,38 @@ nomem:
 }
 
 static int fill_cluster(sf_kube_config *c, const struct kc_cluster *cl, const char *fname,
-			char *err, size_t errlen)
+                        char *err, size_t errlen)
 {
 	char path[64], q[80];
 	snprintf(path, sizeof(path), "clusters[%zu].cluster", cl->index);
 	if (!cl->server)
 		return set_err(err, errlen, -EINVAL, "kubeconfig %s: %s.server: missing", fname,
-			       path);
+		               path);
 	int rc = normalize_server(cl->server, &c->server, fname, path, err, errlen);
 	if (rc)
 		return rc;
 	if (cl->insecure && (cl->ca_data.data || cl->ca_file))
 		return set_err(err, errlen, -EINVAL,
-			       "kubeconfig %s: %s: certificate-authority with "
-			       "insecure-skip-tls-verify: specifying a root certificates file "
-			       "with the insecure flag is not allowed",
-			       fname, path);
+		               "kubeconfig %s: %s: certificate-authority with "
+		               "insecure-skip-tls-verify: specifying a root certificates file "
+		               "with the insecure flag is not allowed",
+		               fname, path);
 	rc = use_pem(c, MEMFD_CA, &cl->ca_data, cl->ca_file, &c->ca_file, fname, path,
-		     "certificate-authority", err, errlen);
+	             "certificate-authority", err, errlen);
 	if (rc)
 		return rc;
 	if (cl->insecure) {
 		c->insecure_skip_tls_verify = 1;
 		sf_log_warn(KC_LOGGER,
-			    "TLS certificate verification is disabled (insecure-skip-tls-verify)",
-			    "cluster", cl->name, "kubeconfig", fname, NULL);
+		            "TLS certificate verification is disabled (insecure-skip-tls-verify)",
+		            "cluster", cl->name, "kubeconfig", fname, (char *)NULL);
 	}
 	if (cl->tls_server_name) {
 		if (has_ctl(cl->tls_server_name))
 			return set_err(err, errlen, -EINVAL,
-				       "kubeconfig %s: %s.tls-server-name %s: contains control "
-				       "characters",
-				       fname, path, quote(q, sizeof(q), cl->tls_server_name));
+			               "kubeconfig %s: %s.tls-server-name %s: contains control "
+			               "characters",
+			               fname, path, quote(q, sizeof(q), cl->tls_server_name));
 		c->tls_server_name = strdup(cl->tls_server_name);
 		if (!c->tls_server_name)
 			return oom(err, errlen);
@@ -986,47 +996,47 @@ static int fill_cluster(sf_kube_config *c, const struct kc_cluster *cl, const ch
 }
 
 static int fill_user(sf_kube_config *c, const struct kc_user *u, const char *fname, char *err,
-		     size_t errlen)
+                     size_t errlen)
 {
 	char path[64], q[80];
 	snprintf(path, sizeof(path), "users[%zu].user", u->index);
 	if (u->exec)
 		return set_err(err, errlen, -ENOTSUP,
-			       "kubeconfig %s: %s.exec (user %s): exec credential plugins are not "
-			       "supported",
-			       fname, path, quote(q, sizeof(q), u->name));
+		               "kubeconfig %s: %s.exec (user %s): exec credential plugins are not "
+		               "supported",
+		               fname, path, quote(q, sizeof(q), u->name));
 	if (u->auth_provider)
 		return set_err(err, errlen, -ENOTSUP,
-			       "kubeconfig %s: %s.auth-provider (user %s): auth-provider plugins "
-			       "are not supported",
-			       fname, path, quote(q, sizeof(q), u->name));
+		               "kubeconfig %s: %s.auth-provider (user %s): auth-provider plugins "
+		               "are not supported",
+		               fname, path, quote(q, sizeof(q), u->name));
 	int have_cert = u->cert_data.data || u->cert_file;
 	int have_key = u->key_data.data || u->key_file;
 	if (have_cert != have_key)
 		return set_err(err, errlen, -EINVAL, "kubeconfig %s: %s (user %s): %s without %s",
-			       fname, path, quote(q, sizeof(q), u->name),
-			       have_cert ? "client-certificate" : "client-key",
-			       have_cert ? "client-key" : "client-certificate");
+		               fname, path, quote(q, sizeof(q), u->name),
+		               have_cert ? "client-certificate" : "client-key",
+		               have_cert ? "client-key" : "client-certificate");
 	int rc = use_pem(c, MEMFD_CERT, &u->cert_data, u->cert_file, &c->client_cert_file, fname,
-			 path, "client-certificate", err, errlen);
+	                 path, "client-certificate", err, errlen);
 	if (!rc)
 		rc = use_pem(c, MEMFD_KEY, &u->key_data, u->key_file, &c->client_key_file, fname,
-			     path, "client-key", err, errlen);
+		             path, "client-key", err, errlen);
 	if (rc)
 		return rc;
 	if (u->token) { /* token wins over tokenFile, as in client-go */
 		if (has_ctl(u->token))
 			return set_err(err, errlen, -EINVAL,
-				       "kubeconfig %s: %s.token: contains control characters", fname,
-				       path);
+			               "kubeconfig %s: %s.token: contains control characters",
+			               fname, path);
 		c->token = strdup(u->token);
 		return c->token ? 0 : oom(err, errlen);
 	}
 	if (u->token_file) {
 		rc = check_readable(u->token_file);
 		if (rc)
-			return set_err(err, errlen, rc, "kubeconfig %s: %s.tokenFile: %s: %s", fname,
-				       path, u->token_file, strerror(-rc));
+			return set_err(err, errlen, rc, "kubeconfig %s: %s.tokenFile: %s: %s",
+			               fname, path, u->token_file, strerror(-rc));
 		c->token_file = strdup(u->token_file);
 		return c->token_file ? 0 : oom(err, errlen);
 	}
@@ -1035,7 +1045,7 @@ static int fill_user(sf_kube_config *c, const struct kc_user *u, const char *fna
 
 /* Selects the context and turns it into the flat result. */
 static int build(struct kc_set *s, const char *context, const char *source, sf_kube_config **out,
-		 char *err, size_t errlen)
+                 char *err, size_t errlen)
 {
 	char q1[80], q2[80];
 	int rc;
@@ -1043,36 +1053,37 @@ static int build(struct kc_set *s, const char *context, const char *source, sf_k
 	if (!name) {
 		if (!s->nclusters && !s->nusers && !s->ncontexts)
 			return set_err(err, errlen, -EINVAL,
-				       "kubeconfig %s: configuration is empty (no current-context, "
-				       "clusters, users or contexts)",
-				       source);
+			               "kubeconfig %s: configuration is empty (no current-context, "
+			               "clusters, users or contexts)",
+			               source);
 		return set_err(err, errlen, -EINVAL,
-			       "kubeconfig %s: current-context: not set and no context given",
-			       source);
+		               "kubeconfig %s: current-context: not set and no context given",
+		               source);
 	}
 	struct kc_context *ctx = find_context(s, name);
 	if (!ctx) {
 		if (context && *context)
 			return set_err(err, errlen, -ENOENT, "kubeconfig %s: context %s not found",
-				       source, quote(q1, sizeof(q1), name));
+			               source, quote(q1, sizeof(q1), name));
 		return set_err(err, errlen, -ENOENT,
-			       "kubeconfig %s: current-context: context %s not found",
-			       s->files[s->current_file], quote(q1, sizeof(q1), name));
+		               "kubeconfig %s: current-context: context %s not found",
+		               s->files[s->current_file], quote(q1, sizeof(q1), name));
 	}
 	const char *cf = s->files[ctx->file];
 	quote(q1, sizeof(q1), ctx->name);
 	if (!ctx->cluster)
 		return set_err(err, errlen, -EINVAL,
-			       "kubeconfig %s: contexts[%zu].context.cluster (context %s): missing",
-			       cf, ctx->index, q1);
+		               "kubeconfig %s: contexts[%zu].context.cluster (context %s): missing",
+		               cf, ctx->index, q1);
 	struct kc_cluster *cl = find_cluster(s, ctx->cluster);
 	if (!cl)
-		return set_err(err, errlen, -ENOENT, "kubeconfig %s: context %s: cluster %s not found",
-			       cf, q1, quote(q2, sizeof(q2), ctx->cluster));
+		return set_err(err, errlen, -ENOENT,
+		               "kubeconfig %s: context %s: cluster %s not found", cf, q1,
+		               quote(q2, sizeof(q2), ctx->cluster));
 	struct kc_user *u = NULL;
 	if (ctx->user && !(u = find_user(s, ctx->user)))
 		return set_err(err, errlen, -ENOENT, "kubeconfig %s: context %s: user %s not found",
-			       cf, q1, quote(q2, sizeof(q2), ctx->user));
+		               cf, q1, quote(q2, sizeof(q2), ctx->user));
 
 	sf_kube_config *c = config_new();
 	if (!c)
@@ -1084,9 +1095,9 @@ static int build(struct kc_set *s, const char *context, const char *source, sf_k
 		goto fail;
 	if (ctx->namespace && has_ctl(ctx->namespace)) {
 		rc = set_err(err, errlen, -EINVAL,
-			     "kubeconfig %s: contexts[%zu].context.namespace: contains control "
-			     "characters",
-			     cf, ctx->index);
+		             "kubeconfig %s: contexts[%zu].context.namespace: contains control "
+		             "characters",
+		             cf, ctx->index);
 		goto fail;
 	}
 	c->namespace = strdup(ctx->namespace ? ctx->namespace : "default");
@@ -1106,7 +1117,7 @@ fail:
 /* --- public ----------------------------------------------------------------------- */
 
 int sf_kube_config_parse(const char *yaml, size_t len, const char *name, const char *base_dir,
-			 const char *context, sf_kube_config **out, char *err, size_t errlen)
+                         const char *context, sf_kube_config **out, char *err, size_t errlen)
 {
 	struct kc_set s = {0};
 	*out = NULL;
@@ -1120,7 +1131,7 @@ int sf_kube_config_parse(const char *yaml, size_t len, const char *name, const c
 }
 
 static int load_paths(const char *const *paths, size_t n, int skip_missing, const char *context,
-		      sf_kube_config **out, char *err, size_t errlen)
+                      sf_kube_config **out, char *err, size_t errlen)
 {
 	struct kc_set s = {0};
 	sf_buf source, missing;
@@ -1135,14 +1146,15 @@ static int load_paths(const char *const *paths, size_t n, int skip_missing, cons
 		sf_buf data;
 		rc = read_all(path, KC_MAX_FILE, &data, NULL);
 		if (rc == -ENOENT && skip_missing) {
-			if ((missing.len && sf_buf_puts(&missing, ", ")) || sf_buf_puts(&missing, path))
+			if ((missing.len && sf_buf_puts(&missing, ", ")) ||
+			    sf_buf_puts(&missing, path))
 				goto nomem;
 			rc = 0;
 			continue;
 		}
 		if (rc) {
 			set_err(err, errlen, rc, "kubeconfig %s: %s", path,
-				rc == -E2BIG ? "file too large" : strerror(-rc));
+			        rc == -E2BIG ? "file too large" : strerror(-rc));
 			goto out;
 		}
 		char *dir = dir_of(path);
@@ -1160,8 +1172,8 @@ static int load_paths(const char *const *paths, size_t n, int skip_missing, cons
 	}
 	if (!s.nfiles) {
 		if (missing.len)
-			rc = set_err(err, errlen, -ENOENT, "kubeconfig: none of the files exist: %s",
-				     missing.data);
+			rc = set_err(err, errlen, -ENOENT,
+			             "kubeconfig: none of the files exist: %s", missing.data);
 		else
 			rc = set_err(err, errlen, -EINVAL, "kubeconfig: no file given");
 		goto out;
@@ -1178,13 +1190,13 @@ out:
 }
 
 int sf_kube_config_load_files(const char *const *paths, size_t npaths, const char *context,
-			      sf_kube_config **out, char *err, size_t errlen)
+                              sf_kube_config **out, char *err, size_t errlen)
 {
 	return load_paths(paths, npaths, 1, context, out, err, errlen);
 }
 
 int sf_kube_config_load(const char *explicit_path, const char *context, sf_kube_config **out,
-			char *err, size_t errlen)
+                        char *err, size_t errlen)
 {
 	int rc;
 	*out = NULL;
@@ -1232,12 +1244,12 @@ int sf_kube_config_load(const char *explicit_path, const char *context, sf_kube_
 		}
 	}
 	set_err(err, errlen, -ENOENT,
-		"no Kubernetes configuration found; tried: --kubeconfig (not given), "
-		"$KUBECONFIG (not set), in-cluster (%s), %s%s",
-		in_cluster_env ? "skipped because a context was requested"
-			       : "KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT not set",
-		home_cfg ? home_cfg : "$HOME/.kube/config ($HOME not set)",
-		home_cfg ? " (does not exist)" : "");
+	        "no Kubernetes configuration found; tried: --kubeconfig (not given), "
+	        "$KUBECONFIG (not set), in-cluster (%s), %s%s",
+	        in_cluster_env ? "skipped because a context was requested"
+	                       : "KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT not set",
+	        home_cfg ? home_cfg : "$HOME/.kube/config ($HOME not set)",
+	        home_cfg ? " (does not exist)" : "");
 	free(home_cfg);
 	return -ENOENT;
 }
@@ -1272,12 +1284,12 @@ int sf_kube_config_in_cluster(const char *sa_dir, sf_kube_config **out, char *er
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
 	if (!host || !*host || !port || !*port)
 		return set_err(err, errlen, -ENOENT,
-			       "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
-			       "must be set");
+		               "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+		               "must be set");
 	if (has_ctl(host) || strpbrk(host, " /") || has_ctl(port) || strpbrk(port, " /"))
 		return set_err(err, errlen, -EINVAL,
-			       "in-cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT: "
-			       "invalid value");
+		               "in-cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT: "
+		               "invalid value");
 	const char *dir = sa_dir ? sa_dir : KC_SA_DIR;
 	sf_kube_config *c = config_new();
 	if (!c)
@@ -1295,7 +1307,7 @@ int sf_kube_config_in_cluster(const char *sa_dir, sf_kube_config **out, char *er
 	int terr = 0;
 	if (!sf_kube_config_token(c, &terr) && terr && terr != -ENODATA) {
 		rc = set_err(err, errlen, terr, "in-cluster: %s: %s", c->token_file,
-			     strerror(-terr));
+		             strerror(-terr));
 		goto fail;
 	}
 	char *ca = join_path(dir, "ca.crt");
@@ -1305,7 +1317,7 @@ int sf_kube_config_in_cluster(const char *sa_dir, sf_kube_config **out, char *er
 	if (rc) {
 		/* client-go logs this and goes on with the system CAs */
 		sf_log_error(KC_LOGGER, "in-cluster CA bundle not readable; using the system CAs",
-			     "path", ca, "error", strerror(-rc), NULL);
+		             "path", ca, "error", strerror(-rc), (char *)NULL);
 		free(ca);
 	} else {
 		c->ca_file = ca;
@@ -1335,8 +1347,7 @@ const char *sf_kube_config_token(sf_kube_config *c, int *err_out)
 	int64_t now = sf_mono_ns();
 	/* Until a first good read there is no rate limit, so that the error
 	 * keeps being reported. */
-	if (c->token_cache && c->token_checked_ns &&
-	    now - c->token_checked_ns < SF_NSEC_PER_SEC)
+	if (c->token_cache && c->token_checked_ns && now - c->token_checked_ns < SF_NSEC_PER_SEC)
 		goto out;
 	c->token_checked_ns = now ? now : 1;
 	fd = open(c->token_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

@@ -25,18 +25,18 @@
 #define assert_has(s, sub) cr_assert(strstr((s), (sub)) != NULL, "expected '%s' in: %s", (sub), (s))
 
 static const char PEM_CA[] = "-----BEGIN CERTIFICATE-----\nMIIBdGVzdC1jYQ==\n"
-			     "-----END CERTIFICATE-----\n";
+                             "-----END CERTIFICATE-----\n";
 static const char PEM_CERT[] = "-----BEGIN CERTIFICATE-----\nMIIBdGVzdC1jZXJ0\n"
-			       "-----END CERTIFICATE-----\n";
+                               "-----END CERTIFICATE-----\n";
 static const char PEM_KEY[] = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIHRlc3Qta2V5\n"
-			      "-----END EC PRIVATE KEY-----\n";
+                              "-----END EC PRIVATE KEY-----\n";
 
 static char dir[PATH_MAX];
 static char *owned[128];
 static size_t nowned;
 
 static const char *const env_names[] = {"KUBECONFIG", "KUBERNETES_SERVICE_HOST",
-					"KUBERNETES_SERVICE_PORT", "HOME", "POD_NAMESPACE"};
+                                        "KUBERNETES_SERVICE_PORT", "HOME", "POD_NAMESPACE"};
 #define NENV (sizeof(env_names) / sizeof(env_names[0]))
 static char *env_saved[NENV];
 
@@ -52,7 +52,8 @@ static void capture_log(sf_log_level level, const char *line, void *ud)
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/sf-config-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(dir, sizeof(dir), "%s/sf-config-XXXXXX",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	cr_assert_not_null(mkdtemp(dir));
 	for (size_t i = 0; i < NENV; i++) {
 		const char *v = getenv(env_names[i]);
@@ -129,7 +130,7 @@ static const char *put(const char *rel, const char *content)
 static char *b64(const char *s, int wrap)
 {
 	static const char tbl[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t n = strlen(s);
 	char *o = malloc(n / 3 * 4 + n / 3 * 4 / 8 * 2 + 16);
 	cr_assert_not_null(o);
@@ -155,7 +156,7 @@ static char *b64(const char *s, int wrap)
 }
 
 static int load1(const char *path, const char *context, sf_kube_config **out, char *err,
-		 size_t errlen)
+                 size_t errlen)
 {
 	const char *paths[] = {path};
 	return sf_kube_config_load_files(paths, 1, context, out, err, errlen);
@@ -197,22 +198,22 @@ static char *slurp(const char *path, size_t *len)
 static const char *simple_config(const char *cluster_extra, const char *user_extra)
 {
 	return fmt("current-context: dev\n"
-		   "clusters:\n"
-		   "- name: c1\n"
-		   "  cluster:\n"
-		   "    server: https://api.example.com:6443\n"
-		   "%s"
-		   "users:\n"
-		   "- name: u1\n"
-		   "  user:\n"
-		   "    username: ignored\n"
-		   "%s"
-		   "contexts:\n"
-		   "- name: dev\n"
-		   "  context:\n"
-		   "    cluster: c1\n"
-		   "    user: u1\n",
-		   cluster_extra, user_extra);
+	           "clusters:\n"
+	           "- name: c1\n"
+	           "  cluster:\n"
+	           "    server: https://api.example.com:6443\n"
+	           "%s"
+	           "users:\n"
+	           "- name: u1\n"
+	           "  user:\n"
+	           "    username: ignored\n"
+	           "%s"
+	           "contexts:\n"
+	           "- name: dev\n"
+	           "  context:\n"
+	           "    cluster: c1\n"
+	           "    user: u1\n",
+	           cluster_extra, user_extra);
 }
 
 /* --- valid configurations ---------------------------------------------------------- */
@@ -222,31 +223,30 @@ Test(config, file_paths)
 	const char *ca = put("ca.crt", PEM_CA);
 	const char *crt = put("tls.crt", PEM_CERT);
 	const char *key = put("tls.key", PEM_KEY);
-	const char *path =
-		put("config", fmt("apiVersion: v1\n"
-				  "kind: Config\n"
-				  "preferences: {}\n"
-				  "unknown-top: [1, 2]\n"
-				  "current-context: dev\n"
-				  "clusters:\n"
-				  "- name: c1\n"
-				  "  cluster:\n"
-				  "    server: https://api.example.com:6443//\n"
-				  "    certificate-authority: %s\n"
-				  "    tls-server-name: api.internal\n"
-				  "    extensions: [{name: x, extension: {a: b}}]\n"
-				  "users:\n"
-				  "- name: u1\n"
-				  "  user:\n"
-				  "    client-certificate: %s\n"
-				  "    client-key: %s\n"
-				  "contexts:\n"
-				  "- name: dev\n"
-				  "  context:\n"
-				  "    cluster: c1\n"
-				  "    user: u1\n"
-				  "    namespace: team-a\n",
-				  ca, crt, key));
+	const char *path = put("config", fmt("apiVersion: v1\n"
+	                                     "kind: Config\n"
+	                                     "preferences: {}\n"
+	                                     "unknown-top: [1, 2]\n"
+	                                     "current-context: dev\n"
+	                                     "clusters:\n"
+	                                     "- name: c1\n"
+	                                     "  cluster:\n"
+	                                     "    server: https://api.example.com:6443//\n"
+	                                     "    certificate-authority: %s\n"
+	                                     "    tls-server-name: api.internal\n"
+	                                     "    extensions: [{name: x, extension: {a: b}}]\n"
+	                                     "users:\n"
+	                                     "- name: u1\n"
+	                                     "  user:\n"
+	                                     "    client-certificate: %s\n"
+	                                     "    client-key: %s\n"
+	                                     "contexts:\n"
+	                                     "- name: dev\n"
+	                                     "  context:\n"
+	                                     "    cluster: c1\n"
+	                                     "    user: u1\n"
+	                                     "    namespace: team-a\n",
+	                                     ca, crt, key));
 	sf_kube_config *c = NULL;
 	char err[512] = "";
 	cr_assert_eq(load1(path, NULL, &c, err, sizeof(err)), 0, "%s", err);
@@ -269,14 +269,16 @@ Test(config, file_paths)
 
 Test(config, inline_data_in_memfds)
 {
-	const char *yaml = simple_config(fmt("    certificate-authority-data: %s\n", b64(PEM_CA, 0)),
-					 fmt("    client-certificate-data: %s\n"
-					     "    client-key-data: \"%s\"\n",
-					     b64(PEM_CERT, 0), b64(PEM_KEY, 0)));
+	const char *yaml =
+	    simple_config(fmt("    certificate-authority-data: %s\n", b64(PEM_CA, 0)),
+	                  fmt("    client-certificate-data: %s\n"
+	                      "    client-key-data: \"%s\"\n",
+	                      b64(PEM_CERT, 0), b64(PEM_KEY, 0)));
 	sf_kube_config *c = NULL;
 	char err[512] = "";
-	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "mem", dir, NULL, &c, err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "mem", dir, NULL, &c, err, sizeof(err)), 0,
+	    "%s", err);
 	const char *files[3] = {c->ca_file, c->client_cert_file, c->client_key_file};
 	const char *want[3] = {PEM_CA, PEM_CERT, PEM_KEY};
 	int fds[3];
@@ -304,12 +306,12 @@ Test(config, base64_with_whitespace_and_newlines)
 	const char *data = b64(PEM_CA, 1);
 	cr_assert_not_null(strchr(data, '\n'));
 	const char *yaml = simple_config(
-		fmt("    certificate-authority-data: \"%.12s \\t\\r\\n%s\"\n", data, data + 12), "");
+	    fmt("    certificate-authority-data: \"%.12s \\t\\r\\n%s\"\n", data, data + 12), "");
 	sf_kube_config *c = NULL;
 	char err[512] = "";
-	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "mem", dir, NULL, &c, err,
-					  sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "mem", dir, NULL, &c, err, sizeof(err)), 0,
+	    "%s", err);
 	size_t len;
 	cr_assert_str_eq(slurp(c->ca_file, &len), PEM_CA);
 	sf_kube_config_free(c);
@@ -317,30 +319,31 @@ Test(config, base64_with_whitespace_and_newlines)
 	/* a block scalar keeps the line breaks of a wrapped value */
 	const char *plain = b64(PEM_CA, 0);
 	yaml = simple_config(
-		fmt("    certificate-authority-data: |\n      %.16s\n      %s\n", plain, plain + 16),
-		"");
+	    fmt("    certificate-authority-data: |\n      %.16s\n      %s\n", plain, plain + 16),
+	    "");
 	c = NULL;
-	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "mem", dir, NULL, &c, err,
-					  sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "mem", dir, NULL, &c, err, sizeof(err)), 0,
+	    "%s", err);
 	cr_assert_str_eq(slurp(c->ca_file, &len), PEM_CA);
 	sf_kube_config_free(c);
 }
 
 Test(config, json_kubeconfig)
 {
-	const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"Config\","
-			   "\"current-context\":\"j\","
-			   "\"clusters\":[{\"name\":\"jc\",\"cluster\":{\"server\":\"http://127.0.0.1:8080\","
-			   "\"insecure-skip-tls-verify\":false}}],"
-			   "\"users\":[{\"name\":\"ju\",\"user\":{\"token\":\"abc.def\"}}],"
-			   "\"contexts\":[{\"name\":\"j\",\"context\":{\"cluster\":\"jc\",\"user\":\"ju\","
-			   "\"namespace\":\"json-ns\"}}]}";
+	const char *json =
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Config\","
+	    "\"current-context\":\"j\","
+	    "\"clusters\":[{\"name\":\"jc\",\"cluster\":{\"server\":\"http://127.0.0.1:8080\","
+	    "\"insecure-skip-tls-verify\":false}}],"
+	    "\"users\":[{\"name\":\"ju\",\"user\":{\"token\":\"abc.def\"}}],"
+	    "\"contexts\":[{\"name\":\"j\",\"context\":{\"cluster\":\"jc\",\"user\":\"ju\","
+	    "\"namespace\":\"json-ns\"}}]}";
 	sf_kube_config *c = NULL;
 	char err[512] = "";
-	cr_assert_eq(sf_kube_config_parse(json, strlen(json), "j.json", NULL, NULL, &c, err,
-					  sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(json, strlen(json), "j.json", NULL, NULL, &c, err, sizeof(err)), 0,
+	    "%s", err);
 	cr_assert_str_eq(c->server, "http://127.0.0.1:8080");
 	cr_assert_str_eq(c->namespace, "json-ns");
 	cr_assert_str_eq(sf_kube_config_token(c, NULL), "abc.def");
@@ -364,20 +367,22 @@ Test(config, namespace_defaults)
 Test(config, server_normalized)
 {
 	const char *yaml = "current-context: a\n"
-			   "clusters: [{name: c, cluster: {server: 'api.example.com:6443/'}}]\n"
-			   "contexts: [{name: a, context: {cluster: c}}]\n";
+	                   "clusters: [{name: c, cluster: {server: 'api.example.com:6443/'}}]\n"
+	                   "contexts: [{name: a, context: {cluster: c}}]\n";
 	sf_kube_config *c = NULL;
 	char err[512] = "";
-	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, NULL, &c, err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, NULL, &c, err, sizeof(err)), 0,
+	    "%s", err);
 	cr_assert_str_eq(c->server, "https://api.example.com:6443");
 	sf_kube_config_free(c);
 
 	yaml = "current-context: a\n"
 	       "clusters: [{name: c, cluster: {server: 'https://h.example/prefix/'}}]\n"
 	       "contexts: [{name: a, context: {cluster: c}}]\n";
-	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, NULL, &c, err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, NULL, &c, err, sizeof(err)), 0,
+	    "%s", err);
 	cr_assert_str_eq(c->server, "https://h.example/prefix");
 	sf_kube_config_free(c);
 }
@@ -385,22 +390,24 @@ Test(config, server_normalized)
 Test(config, context_override)
 {
 	const char *yaml = "current-context: one\n"
-			   "clusters:\n"
-			   "- {name: c1, cluster: {server: 'https://one.example'}}\n"
-			   "- {name: c2, cluster: {server: 'https://two.example'}}\n"
-			   "contexts:\n"
-			   "- {name: one, context: {cluster: c1, namespace: ns1}}\n"
-			   "- {name: two, context: {cluster: c2, namespace: ns2}}\n";
+	                   "clusters:\n"
+	                   "- {name: c1, cluster: {server: 'https://one.example'}}\n"
+	                   "- {name: c2, cluster: {server: 'https://two.example'}}\n"
+	                   "contexts:\n"
+	                   "- {name: one, context: {cluster: c1, namespace: ns1}}\n"
+	                   "- {name: two, context: {cluster: c2, namespace: ns2}}\n";
 	sf_kube_config *c = NULL;
 	char err[512] = "";
-	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, "two", &c, err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, "two", &c, err, sizeof(err)), 0,
+	    "%s", err);
 	cr_assert_str_eq(c->server, "https://two.example");
 	cr_assert_str_eq(c->namespace, "ns2");
 	cr_assert_str_eq(c->context, "two");
 	sf_kube_config_free(c);
-	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, NULL, &c, err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, NULL, &c, err, sizeof(err)), 0,
+	    "%s", err);
 	cr_assert_str_eq(c->server, "https://one.example");
 	cr_assert_str_eq(c->context, "one");
 	sf_kube_config_free(c);
@@ -408,41 +415,44 @@ Test(config, context_override)
 
 Test(config, merge_first_file_wins)
 {
-	const char *a = put("a", "clusters:\n"
-				 "- {name: shared, cluster: {server: 'https://a.example'}}\n"
-				 "contexts:\n"
-				 "- {name: ctx-b, context: {cluster: shared, namespace: from-a}}\n");
+	const char *a =
+	    put("a", "clusters:\n"
+	             "- {name: shared, cluster: {server: 'https://a.example'}}\n"
+	             "contexts:\n"
+	             "- {name: ctx-b, context: {cluster: shared, namespace: from-a}}\n");
 	const char *b = put("b", "current-context: ctx-b\n"
-				 "clusters:\n"
-				 "- {name: shared, cluster: {server: 'https://b.example'}}\n"
-				 "- {name: only-b, cluster: {server: 'https://only-b.example'}}\n"
-				 "contexts:\n"
-				 "- {name: ctx-b, context: {cluster: only-b, namespace: from-b}}\n"
-				 "- {name: other, context: {cluster: only-b}}\n");
+	                         "clusters:\n"
+	                         "- {name: shared, cluster: {server: 'https://b.example'}}\n"
+	                         "- {name: only-b, cluster: {server: 'https://only-b.example'}}\n"
+	                         "contexts:\n"
+	                         "- {name: ctx-b, context: {cluster: only-b, namespace: from-b}}\n"
+	                         "- {name: other, context: {cluster: only-b}}\n");
 	const char *paths[] = {a, b};
 	sf_kube_config *c = NULL;
 	char err[512] = "";
 	cr_assert_eq(sf_kube_config_load_files(paths, 2, NULL, &c, err, sizeof(err)), 0, "%s", err);
-	cr_assert_str_eq(c->context, "ctx-b");       /* current-context from b, the only setter */
+	cr_assert_str_eq(c->context, "ctx-b"); /* current-context from b, the only setter */
 	cr_assert_str_eq(c->server, "https://a.example"); /* context and cluster from a */
 	cr_assert_str_eq(c->namespace, "from-a");
 	cr_assert_str_eq(c->source, fmt("%s:%s", a, b));
 	sf_kube_config_free(c);
 
 	cr_assert_eq(sf_kube_config_load_files(paths, 2, "other", &c, err, sizeof(err)), 0, "%s",
-		     err);
+	             err);
 	cr_assert_str_eq(c->server, "https://only-b.example");
 	sf_kube_config_free(c);
 }
 
 Test(config, merge_current_context_from_first_setter)
 {
-	const char *a = put("a", "current-context: one\n"
-				 "clusters: [{name: c1, cluster: {server: 'https://one.example'}}]\n"
-				 "contexts: [{name: one, context: {cluster: c1}}]\n");
-	const char *b = put("b", "current-context: two\n"
-				 "clusters: [{name: c2, cluster: {server: 'https://two.example'}}]\n"
-				 "contexts: [{name: two, context: {cluster: c2}}]\n");
+	const char *a =
+	    put("a", "current-context: one\n"
+	             "clusters: [{name: c1, cluster: {server: 'https://one.example'}}]\n"
+	             "contexts: [{name: one, context: {cluster: c1}}]\n");
+	const char *b =
+	    put("b", "current-context: two\n"
+	             "clusters: [{name: c2, cluster: {server: 'https://two.example'}}]\n"
+	             "contexts: [{name: two, context: {cluster: c2}}]\n");
 	const char *empty = put("empty", "");
 	const char *paths[] = {empty, b, a};
 	sf_kube_config *c = NULL;
@@ -463,9 +473,9 @@ Test(config, merge_user_from_later_file)
 {
 	/* entries referenced from one file may live in another */
 	const char *a = put("a", "current-context: x\n"
-				 "contexts: [{name: x, context: {cluster: c, user: u}}]\n");
+	                         "contexts: [{name: x, context: {cluster: c, user: u}}]\n");
 	const char *b = put("b", "clusters: [{name: c, cluster: {server: 'https://b.example'}}]\n"
-				 "users: [{name: u, user: {token: from-b}}]\n");
+	                         "users: [{name: u, user: {token: from-b}}]\n");
 	const char *paths[] = {a, b};
 	sf_kube_config *c = NULL;
 	char err[512] = "";
@@ -480,7 +490,7 @@ Test(config, relative_paths_resolve_against_file_dir)
 	put("sub/ca.crt", PEM_CA);
 	put("tok", "sa-token\n");
 	const char *path = put("sub/config", simple_config("    certificate-authority: ca.crt\n",
-							   "    tokenFile: ../tok\n"));
+	                                                   "    tokenFile: ../tok\n"));
 	sf_kube_config *c = NULL;
 	char err[512] = "";
 	cr_assert_eq(load1(path, NULL, &c, err, sizeof(err)), 0, "%s", err);
@@ -502,14 +512,14 @@ Test(config, data_wins_over_file_and_token_over_token_file)
 {
 	put("tok", "from-file");
 	const char *yaml =
-		simple_config(fmt("    certificate-authority: /nonexistent/ca.crt\n"
-				  "    certificate-authority-data: %s\n",
-				  b64(PEM_CA, 0)),
-			      fmt("    token: static-token\n    tokenFile: %s\n", tpath("tok")));
+	    simple_config(fmt("    certificate-authority: /nonexistent/ca.crt\n"
+	                      "    certificate-authority-data: %s\n",
+	                      b64(PEM_CA, 0)),
+	                  fmt("    token: static-token\n    tokenFile: %s\n", tpath("tok")));
 	sf_kube_config *c = NULL;
 	char err[512] = "";
 	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "m", dir, NULL, &c, err, sizeof(err)),
-		     0, "%s", err);
+	             0, "%s", err);
 	cr_assert_str_eq(c->ca_file, fmt("/proc/self/fd/%d", c->memfd[0]));
 	cr_assert_str_eq(c->token, "static-token");
 	cr_assert_null(c->token_file);
@@ -520,13 +530,14 @@ Test(config, data_wins_over_file_and_token_over_token_file)
 Test(config, insecure_sets_flag_and_warns)
 {
 	const char *yaml = "current-context: a\n"
-			   "clusters: [{name: risky, cluster: {server: 'https://h', "
-			   "insecure-skip-tls-verify: true}}]\n"
-			   "contexts: [{name: a, context: {cluster: risky}}]\n";
+	                   "clusters: [{name: risky, cluster: {server: 'https://h', "
+	                   "insecure-skip-tls-verify: true}}]\n"
+	                   "contexts: [{name: a, context: {cluster: risky}}]\n";
 	sf_kube_config *c = NULL;
 	char err[512] = "";
-	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, NULL, &c, err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "m", NULL, NULL, &c, err, sizeof(err)), 0,
+	    "%s", err);
 	cr_assert_eq(c->insecure_skip_tls_verify, 1);
 	cr_assert_null(c->ca_file);
 	assert_has(log_lines, "\"level\":\"warn\"");
@@ -540,9 +551,9 @@ Test(config, insecure_sets_flag_and_warns)
 Test(config, error_yaml_syntax)
 {
 	expect_error("current-context: dev\nclusters: x: y\n", NULL, -EINVAL, "YAML syntax error",
-		     "config:2:", NULL);
+	             "config:2:", NULL);
 	expect_error("clusters:\n- name: a\n  cluster: {server: x\nusers: []\n", NULL, -EINVAL,
-		     "YAML syntax error", NULL);
+	             "YAML syntax error", NULL);
 }
 
 Test(config, error_invalid_utf8)
@@ -552,13 +563,12 @@ Test(config, error_invalid_utf8)
 
 Test(config, error_missing_server)
 {
-	expect_error(simple_config("", ""), NULL, 0, "clusters[0].cluster", NULL);
 	expect_error("current-context: a\nclusters:\n- name: c\n  cluster:\n"
-		     "    certificate-authority: x\ncontexts: [{name: a, context: {cluster: c}}]\n",
-		     NULL, -EINVAL, "clusters[0].cluster.server: missing", NULL);
+	             "    certificate-authority: x\ncontexts: [{name: a, context: {cluster: c}}]\n",
+	             NULL, -EINVAL, "clusters[0].cluster.server: missing", NULL);
 	expect_error("current-context: a\nclusters:\n- name: c\n"
-		     "contexts: [{name: a, context: {cluster: c}}]\n",
-		     NULL, -EINVAL, "clusters[0].cluster.server: missing", NULL);
+	             "contexts: [{name: a, context: {cluster: c}}]\n",
+	             NULL, -EINVAL, "clusters[0].cluster.server: missing", NULL);
 }
 
 Test(config, error_unknown_context)
@@ -573,114 +583,115 @@ Test(config, error_unknown_context)
 Test(config, error_unknown_user)
 {
 	expect_error("current-context: dev\n"
-		     "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
-		     "users: [{name: alice, user: {token: t}}]\n"
-		     "contexts: [{name: dev, context: {cluster: c, user: bob}}]\n",
-		     NULL, -ENOENT, "context \"dev\": user \"bob\" not found", NULL);
+	             "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+	             "users: [{name: alice, user: {token: t}}]\n"
+	             "contexts: [{name: dev, context: {cluster: c, user: bob}}]\n",
+	             NULL, -ENOENT, "context \"dev\": user \"bob\" not found", NULL);
 }
 
 Test(config, error_unknown_cluster)
 {
 	expect_error("current-context: dev\n"
-		     "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
-		     "contexts: [{name: dev, context: {cluster: prod}}]\n",
-		     NULL, -ENOENT, "context \"dev\": cluster \"prod\" not found", NULL);
+	             "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+	             "contexts: [{name: dev, context: {cluster: prod}}]\n",
+	             NULL, -ENOENT, "context \"dev\": cluster \"prod\" not found", NULL);
 	expect_error("current-context: dev\n"
-		     "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
-		     "contexts: [{name: dev, context: {namespace: x}}]\n",
-		     NULL, -EINVAL, "contexts[0].context.cluster", "missing", NULL);
+	             "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+	             "contexts: [{name: dev, context: {namespace: x}}]\n",
+	             NULL, -EINVAL, "contexts[0].context.cluster", "missing", NULL);
 }
 
 Test(config, error_bad_base64)
 {
-	static const char *const bad[] = {"abc", "ab=c", "a===", "ab*d", "=abc", "QUJD=",
-					  "QUI=QUJD", "QQ==QQ==", "QUJD\x01"};
+	static const char *const bad[] = {"abc",   "ab=c",     "a===",     "ab*d",     "=abc",
+	                                  "QUJD=", "QUI=QUJD", "QQ==QQ==", "QUJD\\x01"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		expect_error(simple_config(fmt("    certificate-authority-data: \"%s\"\n", bad[i]), ""),
-			     NULL, -EINVAL, "clusters[0].cluster.certificate-authority-data",
-			     "invalid base64", NULL);
+		expect_error(
+		    simple_config(fmt("    certificate-authority-data: \"%s\"\n", bad[i]), ""),
+		    NULL, -EINVAL, "clusters[0].cluster.certificate-authority-data",
+		    "invalid base64", NULL);
 	expect_error(simple_config("", "    client-key-data: '!!!!'\n"), NULL, -EINVAL,
-		     "users[0].user.client-key-data", "invalid base64", NULL);
+	             "users[0].user.client-key-data", "invalid base64", NULL);
 }
 
 Test(config, error_data_not_pem)
 {
-	expect_error(simple_config(fmt("    certificate-authority-data: %s\n", b64("hello", 0)), ""),
-		     NULL, -EINVAL, "clusters[0].cluster.certificate-authority-data", "not PEM",
-		     NULL);
-	expect_error(simple_config("",
-				   fmt("    client-certificate-data: %s\n"
-				       "    client-key-data: %s\n",
-				       b64(PEM_CERT, 0), b64("not a key", 0))),
-		     NULL, -EINVAL, "users[0].user.client-key-data", "not PEM", NULL);
+	expect_error(
+	    simple_config(fmt("    certificate-authority-data: %s\n", b64("hello", 0)), ""), NULL,
+	    -EINVAL, "clusters[0].cluster.certificate-authority-data", "not PEM", NULL);
+	expect_error(simple_config("", fmt("    client-certificate-data: %s\n"
+	                                   "    client-key-data: %s\n",
+	                                   b64(PEM_CERT, 0), b64("not a key", 0))),
+	             NULL, -EINVAL, "users[0].user.client-key-data", "not PEM", NULL);
 }
 
 Test(config, error_cert_without_key)
 {
 	expect_error(simple_config("", fmt("    client-certificate-data: %s\n", b64(PEM_CERT, 0))),
-		     NULL, -EINVAL, "users[0].user", "client-certificate without client-key", NULL);
+	             NULL, -EINVAL, "users[0].user", "client-certificate without client-key", NULL);
 	put("k", PEM_KEY);
 	expect_error(simple_config("", fmt("    client-key: %s\n", tpath("k"))), NULL, -EINVAL,
-		     "users[0].user", "client-key without client-certificate", NULL);
+	             "users[0].user", "client-key without client-certificate", NULL);
 }
 
 Test(config, error_missing_referenced_file)
 {
-	expect_error(simple_config("    certificate-authority: missing-ca.crt\n", ""), NULL, -ENOENT,
-		     "clusters[0].cluster.certificate-authority", fmt("%s/missing-ca.crt", dir),
-		     strerror(ENOENT), NULL);
+	expect_error(simple_config("    certificate-authority: missing-ca.crt\n", ""), NULL,
+	             -ENOENT, "clusters[0].cluster.certificate-authority",
+	             fmt("%s/missing-ca.crt", dir), strerror(ENOENT), NULL);
 	put("c", PEM_CERT);
 	expect_error(simple_config("", "    client-certificate: c\n    client-key: nokey\n"), NULL,
-		     -ENOENT, "users[0].user.client-key", fmt("%s/nokey", dir), strerror(ENOENT),
-		     NULL);
+	             -ENOENT, "users[0].user.client-key", fmt("%s/nokey", dir), strerror(ENOENT),
+	             NULL);
 	expect_error(simple_config("", "    tokenFile: /nonexistent/token\n"), NULL, -ENOENT,
-		     "users[0].user.tokenFile", "/nonexistent/token", strerror(ENOENT), NULL);
+	             "users[0].user.tokenFile", "/nonexistent/token", strerror(ENOENT), NULL);
 	mkdir(tpath("adir"), 0700);
 	expect_error(simple_config("    certificate-authority: adir\n", ""), NULL, -EISDIR,
-		     "certificate-authority", strerror(EISDIR), NULL);
+	             "certificate-authority", strerror(EISDIR), NULL);
 }
 
 Test(config, error_exec_plugin)
 {
 	expect_error("current-context: dev\n"
-		     "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
-		     "users:\n"
-		     "- name: bob\n"
-		     "  user:\n"
-		     "    exec:\n"
-		     "      apiVersion: client.authentication.k8s.io/v1\n"
-		     "      command: aws\n"
-		     "contexts: [{name: dev, context: {cluster: c, user: bob}}]\n",
-		     NULL, -ENOTSUP, "exec credential plugins are not supported", "\"bob\"",
-		     "users[0].user.exec", NULL);
+	             "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+	             "users:\n"
+	             "- name: bob\n"
+	             "  user:\n"
+	             "    exec:\n"
+	             "      apiVersion: client.authentication.k8s.io/v1\n"
+	             "      command: aws\n"
+	             "contexts: [{name: dev, context: {cluster: c, user: bob}}]\n",
+	             NULL, -ENOTSUP, "exec credential plugins are not supported", "\"bob\"",
+	             "users[0].user.exec", NULL);
 	expect_error("current-context: dev\n"
-		     "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
-		     "users: [{name: g, user: {auth-provider: {name: gcp}}}]\n"
-		     "contexts: [{name: dev, context: {cluster: c, user: g}}]\n",
-		     NULL, -ENOTSUP, "auth-provider", "\"g\"", NULL);
+	             "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+	             "users: [{name: g, user: {auth-provider: {name: gcp}}}]\n"
+	             "contexts: [{name: dev, context: {cluster: c, user: g}}]\n",
+	             NULL, -ENOTSUP, "auth-provider", "\"g\"", NULL);
 }
 
 Test(config, error_insecure_with_ca)
 {
 	expect_error(simple_config(fmt("    insecure-skip-tls-verify: true\n"
-				       "    certificate-authority-data: %s\n",
-				       b64(PEM_CA, 0)),
-				   ""),
-		     NULL, -EINVAL, "clusters[0].cluster", "insecure flag is not allowed", NULL);
+	                               "    certificate-authority-data: %s\n",
+	                               b64(PEM_CA, 0)),
+	                           ""),
+	             NULL, -EINVAL, "clusters[0].cluster", "insecure flag is not allowed", NULL);
 	cr_assert_null(strstr(log_lines, "disabled"), "no warning for a refused config");
 	expect_error(simple_config("    insecure-skip-tls-verify: maybe\n", ""), NULL, -EINVAL,
-		     "clusters[0].cluster.insecure-skip-tls-verify", "expected true or false", NULL);
+	             "clusters[0].cluster.insecure-skip-tls-verify", "expected true or false",
+	             NULL);
 }
 
 Test(config, error_bad_scheme)
 {
 	expect_error("current-context: a\nclusters: [{name: c, cluster: {server: 'ftp://x'}}]\n"
-		     "contexts: [{name: a, context: {cluster: c}}]\n",
-		     NULL, -EINVAL, "clusters[0].cluster.server \"ftp://x\": scheme must be https or http",
-		     NULL);
+	             "contexts: [{name: a, context: {cluster: c}}]\n",
+	             NULL, -EINVAL,
+	             "clusters[0].cluster.server \"ftp://x\": scheme must be https or http", NULL);
 	expect_error("current-context: a\nclusters: [{name: c, cluster: {server: 'https://'}}]\n"
-		     "contexts: [{name: a, context: {cluster: c}}]\n",
-		     NULL, -EINVAL, "clusters[0].cluster.server", "missing host", NULL);
+	             "contexts: [{name: a, context: {cluster: c}}]\n",
+	             NULL, -EINVAL, "clusters[0].cluster.server", "missing host", NULL);
 }
 
 Test(config, error_empty_file)
@@ -691,15 +702,17 @@ Test(config, error_empty_file)
 
 Test(config, error_not_a_mapping)
 {
-	expect_error("- a\n- b\n", NULL, -EINVAL, "top level: expected a mapping, got a list", NULL);
+	expect_error("- a\n- b\n", NULL, -EINVAL, "top level: expected a mapping, got a list",
+	             NULL);
 	expect_error("just a string\n", NULL, -EINVAL, "top level: expected a mapping", NULL);
 	expect_error("clusters: {a: b}\n", NULL, -EINVAL, "clusters: expected a list", NULL);
 	expect_error("clusters: [a]\n", NULL, -EINVAL, "clusters[0]: expected a mapping", NULL);
 	expect_error("users: [{name: [x]}]\n", NULL, -EINVAL, "users[0].name: expected a string",
-		     NULL);
-	expect_error("contexts: [{context: {}}]\n", NULL, -EINVAL, "contexts[0].name: missing", NULL);
+	             NULL);
+	expect_error("contexts: [{context: {}}]\n", NULL, -EINVAL, "contexts[0].name: missing",
+	             NULL);
 	expect_error("clusters: [{name: c, cluster: [1]}]\n", NULL, -EINVAL,
-		     "clusters[0].cluster: expected a mapping", NULL);
+	             "clusters[0].cluster: expected a mapping", NULL);
 	/* a list that contains itself through an alias */
 	expect_error("clusters: &a [*a]\n", NULL, -EINVAL, "clusters[0]: expected a mapping", NULL);
 }
@@ -707,8 +720,8 @@ Test(config, error_not_a_mapping)
 Test(config, error_duplicate_name)
 {
 	expect_error("clusters:\n- {name: c, cluster: {server: 'https://a'}}\n"
-		     "- {name: c, cluster: {server: 'https://b'}}\n",
-		     NULL, -EINVAL, "clusters[1].name: duplicate name \"c\"", NULL);
+	             "- {name: c, cluster: {server: 'https://b'}}\n",
+	             NULL, -EINVAL, "clusters[1].name: duplicate name \"c\"", NULL);
 }
 
 Test(config, error_none_of_the_files_exist)
@@ -739,8 +752,8 @@ Test(config, load_explicit_path_wins)
 {
 	const char *a = put("a", simple_config("", ""));
 	const char *b = put("b", "current-context: x\n"
-				 "clusters: [{name: c, cluster: {server: 'https://b.example'}}]\n"
-				 "contexts: [{name: x, context: {cluster: c}}]\n");
+	                         "clusters: [{name: c, cluster: {server: 'https://b.example'}}]\n"
+	                         "contexts: [{name: x, context: {cluster: c}}]\n");
 	setenv("KUBECONFIG", b, 1);
 	sf_kube_config *c = NULL;
 	char err[512] = "";
@@ -898,7 +911,7 @@ static sf_kube_config *token_file_config(const char *tok_path)
 	sf_kube_config *c = NULL;
 	char err[512] = "";
 	cr_assert_eq(sf_kube_config_parse(yaml, strlen(yaml), "m", dir, NULL, &c, err, sizeof(err)),
-		     0, "%s", err);
+	             0, "%s", err);
 	return c;
 }
 
@@ -928,7 +941,7 @@ Test(config, token_file_rotation)
 	/* same size, new content: noticed through the mtime */
 	put("token", "second-token-LONGER");
 	struct timespec ts[2] = {{.tv_sec = 1000000000, .tv_nsec = 0},
-				 {.tv_sec = 1000000000, .tv_nsec = 0}};
+	                         {.tv_sec = 1000000000, .tv_nsec = 0}};
 	cr_assert_eq(utimensat(AT_FDCWD, tok, ts, 0), 0);
 	c->token_checked_ns = 0;
 	cr_assert_str_eq(sf_kube_config_token(c, &e), "second-token-LONGER");
