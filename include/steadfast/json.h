@@ -79,7 +79,9 @@ int sf_jv_int64(sf_jv v, int64_t *out);
 int sf_jv_bool(sf_jv v, int *out);
 
 /* Validates in[0..len) with yajl and appends its minified form to out.
- * Returns 0, or -EBADMSG with a message (position and reason) in err. */
+ * Returns 0, or -EBADMSG with a message (position and reason) in err
+ * (-E2BIG/-ENOMEM if out cannot grow); on failure out is left as it was.
+ * Numbers are copied as written; nesting is limited to 127 levels (yajl_gen). */
 int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t errlen);
 
 /* ---- API objects ---- */
@@ -96,8 +98,9 @@ typedef struct sf_obj {
 } sf_obj;
 
 /* Copies already minified JSON (from sf_json_minify or a stream decoder)
- * into a new object with refs = 1. Returns NULL if the text is not a JSON
- * object or on -ENOMEM. */
+ * into a new object with refs = 1 (surrounding whitespace is dropped).
+ * Returns NULL if the text is not a JSON object or on -ENOMEM. Reference
+ * counts are atomic, so objects may be shared between threads. */
 sf_obj *sf_obj_new(const char *minified, size_t len);
 /* Validates, minifies and wraps arbitrary JSON text; NULL with err set. */
 sf_obj *sf_obj_parse(const char *text, size_t len, char *err, size_t errlen);

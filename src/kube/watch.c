@@ -162,8 +162,8 @@ static int gen_ok(struct dec *d, yajl_gen_status st)
 	if (d->gen_err)
 		return fail(d, d->gen_err, "out of memory");
 	if (st == yajl_max_depth_exceeded)
-		return fail(d, -EBADMSG, "%s at byte %llu: %s nested deeper than %d levels", what(d),
-			    (unsigned long long)pos(d), unit_name(d), YAJL_MAX_DEPTH - 2);
+		return fail(d, -EBADMSG, "%s at byte %llu: object nested deeper than %d levels",
+			    what(d), (unsigned long long)pos(d), YAJL_MAX_DEPTH - 1);
 	if (st != yajl_gen_status_ok)
 		return fail(d, -EBADMSG, "%s at byte %llu: JSON generator error %d", what(d),
 			    (unsigned long long)pos(d), (int)st);
@@ -759,6 +759,11 @@ int sf_list_decoder_finish(sf_list_decoder *l)
 	if (d->err || d->finished)
 		return d->err;
 	d->finished = 1;
+	if (d->depth) {
+		fail(d, -EBADMSG, "truncated LIST body after %llu bytes and %lu items",
+		     (unsigned long long)d->base, d->count);
+		return d->err;
+	}
 	yajl_status st = yajl_complete_parse(d->h);
 	if (d->err)
 		return d->err;

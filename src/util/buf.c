@@ -121,11 +121,8 @@ int sf_buf_put_json_str(sf_buf *b, const char *s, size_t n)
 
 char *sf_buf_detach(sf_buf *b, size_t *len)
 {
-	if (!b->data && buf_reserve(b, 0))
-		return NULL;
 	if (!b->data) {
-		b->data = malloc(1);
-		if (!b->data)
+		if (buf_reserve(b, 0))
 			return NULL;
 		b->data[0] = '\0';
 	}

@@ -709,8 +709,10 @@ sf_obj *sf_obj_parse(const char *text, size_t len, char *err, size_t errlen)
 {
 	sf_buf b;
 	sf_buf_init(&b, 0);
-	if (sf_json_minify(text, len, &b, err, errlen))
+	if (sf_json_minify(text, len, &b, err, errlen)) {
+		sf_buf_free(&b);
 		return NULL;
+	}
 	sf_obj *o = sf_obj_new(b.data, b.len);
 	if (!o && err && errlen) {
 		if (b.len && b.data[0] == '{')
