@@ -28,7 +28,9 @@ if [ ! -f "$dir/$CLUSTER_MARKER" ]; then
 fi
 
 exec 8<"$dir"
-flock 8
+# Waits for an up.sh or restart in progress, but not forever: processes
+# started by an older up.sh may hold this lock themselves.
+flock -w 15 8 || log "state dir still locked after 15 s; stopping anyway"
 
 rc=0
 for c in kube-controller-manager kube-apiserver etcd; do

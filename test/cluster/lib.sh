@@ -1,4 +1,4 @@
-# Shared helpers for the local test control plane scripts (up.sh, down.sh,
+# Shared functions for the local test control plane scripts (up.sh, down.sh,
 # compact.sh, restart-apiserver.sh). Sourced, not executed.
 #
 # State directory layout (all absolute paths):
@@ -107,8 +107,17 @@ start_component() {
   mkdir -p "$dir/logs" "$dir/pids"
   printf '\n===== %s starting %s =====\n' "$(date '+%F %T')" "$name" >>"$dir/logs/$name.log"
   # The subshell is not a process-group leader, so setsid execs in place and
-  # $! is the component's own pid.
-  (cd "$dir" && exec setsid "${args[@]}" >>"$dir/logs/$name.log" 2>&1 </dev/null) &
+  # $! is the component's own pid. Descriptors other than 0-2 are closed
+  # first: the component must not hold the state-dir lock, nor a pipe of
+  # whoever ran this script (which would then never see end-of-file).
+  (
+    cd "$dir"
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
+    done
+    exec setsid "${args[@]}" >>"$dir/logs/$name.log" 2>&1 </dev/null
+  ) &
   pid=$!
   echo "$pid" >"$dir/pids/$name.pid"
 }

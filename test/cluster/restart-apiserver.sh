@@ -26,7 +26,8 @@ dir=$(cluster_state_dir "$dir_arg")
 url=$(env_value "$dir" STEADFAST_APISERVER)
 
 exec 8<"$dir"
-flock 8
+# Not forever: processes started by an older up.sh may hold this lock.
+flock -w 15 8 || log "state dir still locked after 15 s; going on anyway"
 
 t0=$(now_ms)
 if [ "$action" != start ]; then

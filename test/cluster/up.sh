@@ -20,21 +20,37 @@ dir=$(cluster_state_dir "${1:-}")
 t0=$(now_ms)
 elapsed() { awk -v ms=$(( $(now_ms) - t0 )) 'BEGIN{printf "%.1fs", ms/1000}'; }
 
-mkdir -p "$dir"
-# Serialise with other up/down/restart runs on the same state dir.
-exec 8<"$dir"
-flock 8
-
-if [ -f "$dir/$CLUSTER_MARKER" ]; then
+# Sets $running and $stopped to the components up / not up in $dir.
+survey() {
   running="" stopped=""
   for c in $CLUSTER_COMPONENTS; do
     if component_running "$c" "$dir"; then running="$running $c"; else stopped="$stopped $c"; fi
   done
-  if [ -z "$stopped" ] && [ -f "$dir/env" ]; then
-    log "cluster already running in $dir ($(env_value "$dir" STEADFAST_APISERVER)); nothing to do"
-    log "use: . $dir/env"
-    exit 0
-  fi
+}
+# Exits 0 if the whole cluster in $dir is up.
+exit_if_running() {
+  [ -f "$dir/$CLUSTER_MARKER" ] && [ -f "$dir/env" ] || return 0
+  survey
+  [ -z "$stopped" ] || return 0
+  log "cluster already running in $dir ($(env_value "$dir" STEADFAST_APISERVER)); nothing to do"
+  log "use: . $dir/env"
+  exit 0
+}
+
+mkdir -p "$dir"
+# Serialise with other up/down/restart runs on the same state dir. A running
+# cluster started by an older version of this script may hold the lock
+# itself (its processes inherited it), so check for that before waiting.
+exec 8<"$dir"
+if ! flock -n 8; then
+  exit_if_running
+  log "waiting for another up/down/restart run on $dir"
+  flock 8
+fi
+
+exit_if_running
+if [ -f "$dir/$CLUSTER_MARKER" ]; then
+  survey
   if [ -n "$running" ]; then
     die "cluster in $dir is partly running (up:$running; down:$stopped); run $here/down.sh $dir first, or $here/restart-apiserver.sh $dir start if only kube-apiserver was stopped"
   fi
@@ -50,7 +66,10 @@ for b in $CLUSTER_COMPONENTS; do
 done
 
 touch "$dir/$CLUSTER_MARKER"
-mkdir -p "$dir/pki" "$dir/logs" "$dir/pids" "$dir/cmd" "$dir/etcd"
+# Keeps git from ever listing the state (the default lives inside the repo).
+echo "*" >"$dir/.gitignore"
+mkdir -p "$dir/pki" "$dir/logs" "$dir/pids" "$dir/cmd"
+mkdir -m 700 "$dir/etcd"
 pki=$dir/pki
 
 # ---------------------------------------------------------------- failure path
@@ -110,6 +129,45 @@ EOF
 log_size() { stat -c %s "$dir/logs/$1.log" 2>/dev/null || echo 0; }
 port_clash() { tail -c +$(( $2 + 1 )) "$dir/logs/$1.log" 2>/dev/null | grep -q 'address already in use'; }
 
+# --------------------------------------------------------------------- PKI
+# RSA keys are generated in parallel (the slow part), then signed by the CA.
+make_pki() {
+  local k pids=() p
+  for k in ca apiserver admin lowpriv controller-manager sa; do
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+      -out "$pki/$k.key" 2>"$pki/$k.err" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || die "openssl: key generation failed: $(cat "$pki"/*.err)"; done
+  rm -f "$pki"/*.err
+  chmod 600 "$pki"/*.key
+  openssl req -x509 -new -key "$pki/ca.key" -sha256 -days 3650 -out "$pki/ca.crt" \
+    -subj "/CN=steadfast-test-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null \
+    || die "openssl: creating the CA failed"
+  issue apiserver "/CN=kube-apiserver" \
+    "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  issue admin "/O=system:masters/CN=steadfast-admin" "$client_ext"
+  issue lowpriv "/CN=steadfast-lowpriv" "$client_ext"
+  issue controller-manager "/CN=system:kube-controller-manager" "$client_ext"
+  openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null \
+    || die "openssl: service-account public key failed"
+  log "PKI written to $pki"
+}
+client_ext='basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth'
+# issue NAME SUBJECT EXTENSIONS: certificate for pki/NAME.key signed by the CA.
+issue() {
+  local name=$1 subj=$2 ext=$3
+  printf '%b\n' "$ext" >"$pki/$name.ext"
+  openssl req -new -key "$pki/$name.key" -sha256 -subj "$subj" -out "$pki/$name.csr" 2>/dev/null \
+    && openssl x509 -req -sha256 -days 3650 -in "$pki/$name.csr" \
+      -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+      -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null \
+    || die "openssl: certificate $name failed"
+  rm -f "$pki/$name.csr" "$pki/$name.ext"
+}
+
 # ------------------------------------------------------------------------ etcd
 start_etcd() {
   read -r etcd_port peer_port < <(free_ports 2) || true
@@ -149,40 +207,7 @@ for attempt in 1 2 3; do
   started="etcd $started"
   log "etcd starting on $etcd_url (pid $(recorded_pid etcd "$dir"))"
   # Generate the PKI while etcd boots.
-  [ "$attempt" = 1 ] && pki_pending=1 || pki_pending=0
-  if [ "$pki_pending" = 1 ]; then
-    # ----------------------------------------------------------------- PKI
-    openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 \
-      -keyout "$pki/ca.key" -out "$pki/ca.crt" -subj "/CN=steadfast-test-ca" \
-      -addext "basicConstraints=critical,CA:TRUE" \
-      -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null \
-      || die "openssl: creating the CA failed"
-    # issue NAME SUBJECT EXTENSIONS
-    issue() {
-      local name=$1 subj=$2 ext=$3
-      openssl req -new -newkey rsa:2048 -nodes -sha256 -subj "$subj" \
-        -keyout "$pki/$name.key" -out "$pki/$name.csr" 2>/dev/null || return 1
-      printf '%b\n' "$ext" >"$pki/$name.ext"
-      openssl x509 -req -sha256 -days 3650 -in "$pki/$name.csr" \
-        -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
-        -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null || return 1
-      rm -f "$pki/$name.csr" "$pki/$name.ext"
-    }
-    client_ext='basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth'
-    issue apiserver "/CN=kube-apiserver" \
-      "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
-      || die "openssl: serving certificate failed"
-    issue admin "/O=system:masters/CN=steadfast-admin" "$client_ext" || die "openssl: admin certificate failed"
-    issue lowpriv "/CN=steadfast-lowpriv" "$client_ext" || die "openssl: lowpriv certificate failed"
-    issue controller-manager "/CN=system:kube-controller-manager" "$client_ext" \
-      || die "openssl: controller-manager certificate failed"
-    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null \
-      || die "openssl: service-account key failed"
-    openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null \
-      || die "openssl: service-account public key failed"
-    chmod 600 "$pki"/*.key
-    log "PKI written to $pki"
-  fi
+  [ "$attempt" = 1 ] && make_pki
   if wait_etcd; then break; fi
   if [ "$attempt" -lt 3 ] && port_clash etcd "$before"; then
     log "etcd: port taken meanwhile; retrying with other ports"
@@ -220,6 +245,12 @@ rules:
 EOF
 
 # ---------------------------------------------------------- kube-apiserver
+# --endpoint-reconciler-type=none: the default reconciler refuses a loopback
+#   --advertise-address; nothing here needs the kubernetes Endpoints.
+# --shutdown-send-retry-after=true: on SIGTERM, answer 429 + Retry-After
+#   until in-flight requests drain, then close within 2 s. Without it the
+#   HTTP server waits up to --request-timeout (60 s) for open watches, so a
+#   restart would need SIGKILL.
 start_apiserver() {
   read -r api_port < <(free_ports 1) || true
   [ -n "${api_port:-}" ] || die "could not find a free port"
@@ -230,6 +261,7 @@ start_apiserver() {
     --etcd-servers="$etcd_url" \
     --bind-address=127.0.0.1 \
     --advertise-address=127.0.0.1 \
+    --endpoint-reconciler-type=none \
     --secure-port="$api_port" \
     --tls-cert-file="$pki/apiserver.crt" \
     --tls-private-key-file="$pki/apiserver.key" \
@@ -245,6 +277,7 @@ start_apiserver() {
     --audit-log-format=json \
     --audit-log-mode=blocking \
     --profiling=false \
+    --shutdown-send-retry-after=true \
     --v=1 \
     "${extra[@]}"
   start_component kube-apiserver "$dir"
