@@ -19,7 +19,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: steadfast --version\n"
-		   "       steadfast cluster-info [--kubeconfig PATH] [--context NAME]\n");
+	           "       steadfast cluster-info [--kubeconfig PATH] [--context NAME]\n");
 }
 
 typedef struct info_ctx {
@@ -35,7 +35,7 @@ static void on_version(void *ud, const sf_kube_result *r)
 	if (!sf_kube_ok(r) || !r->obj) {
 		char buf[512];
 		fprintf(stderr, "steadfast: GET %s/version: %s\n", x->cfg->server,
-			sf_kube_result_str(r, buf, sizeof(buf)));
+		        sf_kube_result_str(r, buf, sizeof(buf)));
 		x->rc = 1;
 		return;
 	}

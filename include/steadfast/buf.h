@@ -19,8 +19,8 @@ typedef struct sf_buf {
 } sf_buf;
 
 void sf_buf_init(sf_buf *b, size_t max);
-void sf_buf_free(sf_buf *b);  /* releases memory, keeps max; b reusable */
-void sf_buf_reset(sf_buf *b); /* len = 0, keeps memory */
+void sf_buf_free(sf_buf *b);                           /* releases memory, keeps max; b reusable */
+void sf_buf_reset(sf_buf *b);                          /* len = 0, keeps memory */
 int sf_buf_append(sf_buf *b, const void *p, size_t n); /* 0 or -E2BIG/-ENOMEM */
 int sf_buf_puts(sf_buf *b, const char *s);
 int sf_buf_printf(sf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

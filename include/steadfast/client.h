@@ -33,23 +33,23 @@ typedef struct sf_gvr {
 	int namespaced;
 } sf_gvr;
 
-extern const sf_gvr SF_GVR_NAMESPACES, SF_GVR_CONFIGMAPS, SF_GVR_PODS, SF_GVR_EVENTS,
-	SF_GVR_LEASES, SF_GVR_JOBS, SF_GVR_CRDS;
+extern const sf_gvr SF_GVR_NAMESPACES, SF_GVR_CONFIGMAPS, SF_GVR_PODS, SF_GVR_EVENTS, SF_GVR_LEASES,
+    SF_GVR_JOBS, SF_GVR_CRDS;
 
 typedef struct sf_kube_client_opts {
-	double qps;        /* 0 = 20 (above client-go's 5, below its burst); < 0 = no limit */
-	int burst;         /* 0 = 30 */
-	long timeout_ms;   /* default per-request timeout, 0 = 30 s */
+	double qps;             /* 0 = 20 (above client-go's 5, below its burst); < 0 = no limit */
+	int burst;              /* 0 = 30 */
+	long timeout_ms;        /* default per-request timeout, 0 = 30 s */
 	const char *user_agent; /* NULL = "steadfast/<version> (linux)" */
-	int max_retries_429; /* 0 = 5; -1 = never retry */
+	int max_retries_429;    /* 0 = 5; -1 = never retry */
 	int http1_only;
 } sf_kube_client_opts;
 
 /* metav1.Status of a failed request (all strings "" when absent). */
 typedef struct sf_kube_status {
 	int code;
-	char *status;  /* "Failure" */
-	char *reason;  /* "NotFound", "AlreadyExists", "Conflict", ... */
+	char *status; /* "Failure" */
+	char *reason; /* "NotFound", "AlreadyExists", "Conflict", ... */
 	char *message;
 	char *details_name;
 	char *details_kind;
@@ -58,12 +58,12 @@ typedef struct sf_kube_status {
 } sf_kube_status;
 
 typedef struct sf_kube_result {
-	int err;             /* 0 = an HTTP response arrived; else transport errno */
-	const char *errmsg;  /* transport error text, or the Status message, or "" */
-	long http_status;    /* 0 without a response */
-	sf_obj *obj;         /* 2xx body decoded (borrowed; sf_obj_ref to keep), or NULL */
+	int err;                      /* 0 = an HTTP response arrived; else transport errno */
+	const char *errmsg;           /* transport error text, or the Status message, or "" */
+	long http_status;             /* 0 without a response */
+	sf_obj *obj;                  /* 2xx body decoded (borrowed; sf_obj_ref to keep), or NULL */
 	const sf_kube_status *status; /* decoded Status for non-2xx (never NULL) */
-	const char *body;    /* raw body when buffered ("" otherwise) */
+	const char *body;             /* raw body when buffered ("" otherwise) */
 	size_t body_len;
 	/* LIST: the list's metadata (valid during the callback) */
 	const char *list_rv;
@@ -75,18 +75,18 @@ typedef struct sf_kube_result {
 typedef void (*sf_kube_cb)(void *ud, const sf_kube_result *res);
 
 /* Error classification (as apimachinery's errors.IsX). */
-int sf_kube_ok(const sf_kube_result *r);            /* 2xx */
+int sf_kube_ok(const sf_kube_result *r); /* 2xx */
 int sf_kube_is_not_found(const sf_kube_result *r);
 int sf_kube_is_already_exists(const sf_kube_result *r);
 int sf_kube_is_conflict(const sf_kube_result *r);
-int sf_kube_is_gone(const sf_kube_result *r);       /* 410 Gone */
-int sf_kube_is_expired(const sf_kube_result *r);    /* 410, reason Expired or Gone */
+int sf_kube_is_gone(const sf_kube_result *r);    /* 410 Gone */
+int sf_kube_is_expired(const sf_kube_result *r); /* 410, reason Expired or Gone */
 int sf_kube_is_forbidden(const sf_kube_result *r);
 int sf_kube_is_unauthorized(const sf_kube_result *r);
 int sf_kube_is_too_many_requests(const sf_kube_result *r);
 int sf_kube_is_server_timeout(const sf_kube_result *r); /* 504, ServerTimeout, Timeout */
-int sf_kube_is_invalid(const sf_kube_result *r);    /* 422 */
-int sf_kube_is_transport(const sf_kube_result *r);  /* no HTTP response */
+int sf_kube_is_invalid(const sf_kube_result *r);        /* 422 */
+int sf_kube_is_transport(const sf_kube_result *r);      /* no HTTP response */
 /* One line for logs: "GET ...: 404 NotFound: configmaps "x" not found". */
 const char *sf_kube_result_str(const sf_kube_result *r, char *buf, size_t n);
 
@@ -100,13 +100,13 @@ typedef enum {
 /* A request. Unused fields zero. Either gvr (+ns, name, subresource) or a
  * raw path ("/version", "/apis/group/version"). */
 typedef struct sf_kube_req {
-	const char *method;      /* GET POST PUT PATCH DELETE */
+	const char *method; /* GET POST PUT PATCH DELETE */
 	const sf_gvr *gvr;
-	const char *ns;          /* for namespaced resources; NULL/"" = all namespaces */
+	const char *ns; /* for namespaced resources; NULL/"" = all namespaces */
 	const char *name;
 	const char *subresource; /* "status", ... */
 	const char *path;
-	const char *query;       /* pre-encoded, without '?' (see sf_kube_query_add) */
+	const char *query; /* pre-encoded, without '?' (see sf_kube_query_add) */
 	const char *body;
 	size_t body_len;
 	const char *content_type; /* default application/json */
@@ -119,7 +119,7 @@ typedef struct sf_kube_req {
 } sf_kube_req;
 
 int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_client_opts *opts,
-		       sf_kube_client **out);
+                       sf_kube_client **out);
 /* cfg is borrowed and must outlive the client. Close cancels every call
  * (callbacks run with -ECANCELED) and frees everything; cb when done. */
 void sf_kube_client_close(sf_kube_client *c, void (*cb)(void *ud), void *ud);
@@ -128,59 +128,61 @@ sf_kube_config *sf_kube_client_config(sf_kube_client *c);
 /* Sends a request; cb runs exactly once, from the loop. Returns 0, or a
  * negative errno (then cb is never called). *out (optional) allows
  * cancelling until cb runs. */
-int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *ud, sf_kube_call **out);
+int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *ud,
+               sf_kube_call **out);
 /* Cancels a call: its callback runs with err -ECANCELED. */
 void sf_kube_call_cancel(sf_kube_call *call);
 
 /* Convenience verbs (body is JSON text). */
 int sf_kube_get(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
-		sf_kube_cb cb, void *ud, sf_kube_call **out);
+                sf_kube_cb cb, void *ud, sf_kube_call **out);
 int sf_kube_create(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *body,
-		   sf_kube_cb cb, void *ud, sf_kube_call **out);
+                   sf_kube_cb cb, void *ud, sf_kube_call **out);
 int sf_kube_update(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
-		   const char *subresource, const char *body, sf_kube_cb cb, void *ud,
-		   sf_kube_call **out);
+                   const char *subresource, const char *body, sf_kube_cb cb, void *ud,
+                   sf_kube_call **out);
 /* field_manager and force apply to SF_PATCH_APPLY (force only there). */
 int sf_kube_patch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
-		  const char *subresource, sf_patch_type type, const char *body,
-		  const char *field_manager, int force, sf_kube_cb cb, void *ud, sf_kube_call **out);
+                  const char *subresource, sf_patch_type type, const char *body,
+                  const char *field_manager, int force, sf_kube_cb cb, void *ud,
+                  sf_kube_call **out);
 
 typedef struct sf_kube_delete_opts {
-	const char *propagation;    /* "Background", "Foreground", "Orphan", or NULL */
-	const char *precond_uid;    /* preconditions, or NULL */
+	const char *propagation; /* "Background", "Foreground", "Orphan", or NULL */
+	const char *precond_uid; /* preconditions, or NULL */
 	const char *precond_rv;
-	long grace_seconds;         /* -1 = server default */
+	long grace_seconds; /* -1 = server default */
 } sf_kube_delete_opts;
 int sf_kube_delete(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
-		   const sf_kube_delete_opts *opts, sf_kube_cb cb, void *ud, sf_kube_call **out);
+                   const sf_kube_delete_opts *opts, sf_kube_cb cb, void *ud, sf_kube_call **out);
 
 typedef struct sf_kube_list_opts {
 	const char *label_selector;
 	const char *field_selector;
-	long limit;                 /* 0 = no paging */
+	long limit; /* 0 = no paging */
 	const char *continue_token;
-	const char *resource_version;        /* "" / NULL = quorum read */
-	const char *resource_version_match;  /* "NotOlderThan", "Exact" */
+	const char *resource_version;       /* "" / NULL = quorum read */
+	const char *resource_version_match; /* "NotOlderThan", "Exact" */
 	/* WATCH only */
-	long timeout_seconds;       /* server-side watch timeout, 0 = unset */
+	long timeout_seconds; /* server-side watch timeout, 0 = unset */
 	int allow_bookmarks;
 	int send_initial_events;
 } sf_kube_list_opts;
 /* One LIST page, streamed: item(ud, obj) per item, then cb. */
 int sf_kube_list(sf_kube_client *c, const sf_gvr *gvr, const char *ns,
-		 const sf_kube_list_opts *opts, sf_list_item_fn item, sf_kube_cb cb, void *ud,
-		 sf_kube_call **out);
+                 const sf_kube_list_opts *opts, sf_list_item_fn item, sf_kube_cb cb, void *ud,
+                 sf_kube_call **out);
 /* A WATCH: event(ud, type, obj) per event until the server ends the stream
  * (cb with err 0), an error, or cancel. */
 int sf_kube_watch(sf_kube_client *c, const sf_gvr *gvr, const char *ns,
-		  const sf_kube_list_opts *opts, sf_watch_event_fn event, sf_kube_cb cb, void *ud,
-		  sf_kube_call **out);
+                  const sf_kube_list_opts *opts, sf_watch_event_fn event, sf_kube_cb cb, void *ud,
+                  sf_kube_call **out);
 
 /* Appends "key=value" URL-encoded to a query string being built. */
 int sf_kube_query_add(sf_buf *q, const char *key, const char *value);
 /* Builds the request path for gvr/ns/name/subresource into buf. */
 int sf_kube_path(sf_buf *out, const sf_gvr *gvr, const char *ns, const char *name,
-		 const char *subresource);
+                 const char *subresource);
 /* Encodes a label selector from key/value pairs: "a=b,c=d". */
 int sf_kube_label_selector(sf_buf *out, const char *const *kv, size_t npairs);
 
@@ -198,14 +200,14 @@ void sf_kube_client_cancel_writes(sf_kube_client *c);
  * error. */
 typedef void (*sf_kube_resolve_cb)(void *ud, int err, const char *errmsg, const sf_gvr *gvr);
 int sf_kube_resolve(sf_kube_client *c, const char *api_version, const char *kind,
-		    sf_kube_resolve_cb cb, void *ud);
+                    sf_kube_resolve_cb cb, void *ud);
 
 typedef struct sf_kube_client_stats {
-	unsigned long requests;        /* sent */
-	unsigned long by_code[6];      /* [0] transport errors, [n] nxx responses */
-	unsigned long throttled;       /* waited for a rate-limit token */
+	unsigned long requests;   /* sent */
+	unsigned long by_code[6]; /* [0] transport errors, [n] nxx responses */
+	unsigned long throttled;  /* waited for a rate-limit token */
 	unsigned long retries_429;
-	unsigned long writes_refused;  /* by the write gate */
+	unsigned long writes_refused; /* by the write gate */
 	unsigned long writes_cancelled;
 } sf_kube_client_stats;
 void sf_kube_client_stats_get(const sf_kube_client *c, sf_kube_client_stats *out);

@@ -20,13 +20,13 @@ typedef struct sf_kube_config {
 	char *ca_file;          /* CA bundle path (or memfd path); NULL = system CAs */
 	char *client_cert_file; /* NULL when not using a client certificate */
 	char *client_key_file;
-	char *token;            /* static bearer token, or NULL */
-	char *token_file;       /* bearer token re-read when it changes, or NULL */
-	char *tls_server_name;  /* or NULL */
+	char *token;           /* static bearer token, or NULL */
+	char *token_file;      /* bearer token re-read when it changes, or NULL */
+	char *tls_server_name; /* or NULL */
 	int insecure_skip_tls_verify;
-	char *namespace;        /* from the context / in-cluster file; "default" if unset */
-	char *context;          /* context name used ("" in-cluster) */
-	char *source;           /* for messages: file path(s) or "in-cluster" */
+	char *namespace; /* from the context / in-cluster file; "default" if unset */
+	char *context;   /* context name used ("" in-cluster) */
+	char *source;    /* for messages: file path(s) or "in-cluster" */
 	/* internal: memfds backing inline data (-1 if unused) and token cache.
 	 * Setting token_checked_ns to 0 makes the next sf_kube_config_token
 	 * call look at token_file at once (tests use this). */
@@ -40,20 +40,20 @@ typedef struct sf_kube_config {
 /* Loads following client-go's precedence. explicit_path is --kubeconfig
  * (NULL if not given); context overrides current-context (NULL = current).
  * Returns 0 and *out, or a negative errno with a message in err. */
-int sf_kube_config_load(const char *explicit_path, const char *context,
-			sf_kube_config **out, char *err, size_t errlen);
+int sf_kube_config_load(const char *explicit_path, const char *context, sf_kube_config **out,
+                        char *err, size_t errlen);
 
 /* Loads and merges the given kubeconfig files in order (first file to set
  * a map entry or current-context wins, as in client-go). Files that do not
  * exist are skipped, as client-go does for $KUBECONFIG; it is an error if
  * none exists. */
 int sf_kube_config_load_files(const char *const *paths, size_t npaths, const char *context,
-			      sf_kube_config **out, char *err, size_t errlen);
+                              sf_kube_config **out, char *err, size_t errlen);
 
 /* Parses one kubeconfig document from memory. name is used in messages;
  * relative file paths inside resolve against base_dir (NULL = cwd). */
 int sf_kube_config_parse(const char *yaml, size_t len, const char *name, const char *base_dir,
-			 const char *context, sf_kube_config **out, char *err, size_t errlen);
+                         const char *context, sf_kube_config **out, char *err, size_t errlen);
 
 /* In-cluster: KUBERNETES_SERVICE_HOST/PORT and the service-account files
  * token, ca.crt and namespace in sa_dir (NULL =

@@ -26,22 +26,22 @@ typedef struct sf_http_opts {
 	const char *cert_file; /* client certificate (PEM), or NULL */
 	const char *key_file;
 	const char *tls_server_name; /* SNI / verification name override, or NULL */
-	int insecure;          /* skip TLS verification */
-	long connect_timeout_ms; /* 0 = 10 s */
-	int http1_only;        /* disable HTTP/2 */
+	int insecure;                /* skip TLS verification */
+	long connect_timeout_ms;     /* 0 = 10 s */
+	int http1_only;              /* disable HTTP/2 */
 	/* "HOST:PORT:CONNECT-HOST:CONNECT-PORT" (CURLOPT_CONNECT_TO): lets the
 	 * URL carry the TLS name while connecting elsewhere. NULL = none. */
 	const char *connect_to;
 } sf_http_opts;
 
 typedef struct sf_http_result {
-	int err;            /* 0 when a response arrived, else negative errno */
-	const char *errmsg; /* transport error text ("" if none) */
-	long status;        /* HTTP status, 0 without a response */
-	const sf_buf *body; /* buffered body (empty when streamed) */
+	int err;                  /* 0 when a response arrived, else negative errno */
+	const char *errmsg;       /* transport error text ("" if none) */
+	long status;              /* HTTP status, 0 without a response */
+	const sf_buf *body;       /* buffered body (empty when streamed) */
 	const char *content_type; /* or "" */
-	long retry_after_s; /* Retry-After seconds, -1 if absent */
-	double total_s;     /* time from start to end */
+	long retry_after_s;       /* Retry-After seconds, -1 if absent */
+	double total_s;           /* time from start to end */
 } sf_http_result;
 
 typedef struct sf_http_request {
@@ -50,8 +50,8 @@ typedef struct sf_http_request {
 	const char *const *headers; /* NULL-terminated "Name: value" list, or NULL */
 	const char *body;           /* copied; NULL for none */
 	size_t body_len;
-	long timeout_ms;   /* whole-request timeout, 0 = none */
-	size_t max_body;   /* cap for buffered bodies, 0 = 64 MiB */
+	long timeout_ms; /* whole-request timeout, 0 = none */
+	size_t max_body; /* cap for buffered bodies, 0 = 64 MiB */
 	/* Streaming: called with each chunk of a 2xx body instead of buffering
 	 * it. Return 0 to go on, non-zero to abort the request (it then ends
 	 * with -ECANCELED unless sf_http_req_fail set another error). */

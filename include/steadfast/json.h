@@ -42,7 +42,10 @@ typedef struct sf_jv {
 /* View of a whole text (leading/trailing whitespace ignored). */
 sf_jv sf_jv_root(const char *json, size_t len);
 sf_json_type sf_jv_type(sf_jv v);
-static inline int sf_jv_ok(sf_jv v) { return v.p != NULL; }
+static inline int sf_jv_ok(sf_jv v)
+{
+	return v.p != NULL;
+}
 
 /* Member of an object (SF_JV_NONE if v is not an object or has no key). */
 sf_jv sf_jv_get(sf_jv obj, const char *key);
@@ -93,7 +96,7 @@ typedef struct sf_obj {
 	const char *ns;
 	const char *name;
 	const char *uid;
-	const char *rv; /* resourceVersion */
+	const char *rv;   /* resourceVersion */
 	const char *json; /* minified, NUL-terminated */
 } sf_obj;
 
@@ -106,7 +109,10 @@ sf_obj *sf_obj_new(const char *minified, size_t len);
 sf_obj *sf_obj_parse(const char *text, size_t len, char *err, size_t errlen);
 sf_obj *sf_obj_ref(sf_obj *o);
 void sf_obj_unref(sf_obj *o); /* NULL is a no-op; frees at zero */
-static inline sf_jv sf_obj_root(const sf_obj *o) { return (sf_jv){o->json, o->len}; }
+static inline sf_jv sf_obj_root(const sf_obj *o)
+{
+	return (sf_jv){o->json, o->len};
+}
 /* Bytes this object occupies in memory (for cache accounting). */
 size_t sf_obj_size(const sf_obj *o);
 

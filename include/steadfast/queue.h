@@ -84,7 +84,7 @@ typedef struct sf_queue_metrics {
 	uint64_t adds;            /* adds that queued a key (workqueue_adds_total) */
 	uint64_t retries;         /* add_after/add_rate_limited calls (workqueue_retries_total) */
 	double longest_running_s; /* age of the oldest key in processing
-				   * (workqueue_longest_running_processor_seconds) */
+	                           * (workqueue_longest_running_processor_seconds) */
 	double unfinished_work_s; /* summed ages (workqueue_unfinished_work_seconds) */
 } sf_queue_metrics;
 

@@ -62,7 +62,10 @@ int sf_strmap_remove(sf_strmap *m, const char *key, void **val);
 typedef struct sf_strmap_iter {
 	size_t pos;
 } sf_strmap_iter;
-#define SF_STRMAP_ITER_INIT {0}
+#define SF_STRMAP_ITER_INIT                                                                        \
+	{                                                                                          \
+		0                                                                                  \
+	}
 int sf_strmap_next(const sf_strmap *m, sf_strmap_iter *it, const char **key, void **val);
 
 #endif

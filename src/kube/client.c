@@ -103,7 +103,8 @@ static void schedule(sf_kube_client *c, int64_t delay_ns)
 {
 	if (c->closing && c->timer_closed)
 		return;
-	uint64_t ms = delay_ns <= 0 ? 0 : (uint64_t)((delay_ns + SF_NSEC_PER_MSEC - 1) / SF_NSEC_PER_MSEC);
+	uint64_t ms =
+	    delay_ns <= 0 ? 0 : (uint64_t)((delay_ns + SF_NSEC_PER_MSEC - 1) / SF_NSEC_PER_MSEC);
 	if (uv_is_active((uv_handle_t *)&c->timer) && uv_timer_get_due_in(&c->timer) <= ms)
 		return;
 	uv_timer_start(&c->timer, dispatch, ms, 0);
@@ -160,7 +161,7 @@ static char *jv_dup_or_empty(sf_jv v)
 /* Fills st from a Status body; a body that is not a Status yields a
  * message made of its first bytes. */
 static void status_decode(sf_kube_status *st, long http_status, const char *body, size_t len,
-			  long retry_after)
+                          long retry_after)
 {
 	memset(st, 0, sizeof(*st));
 	st->code = (int)http_status;
@@ -186,7 +187,8 @@ static void status_decode(sf_kube_status *st, long http_status, const char *body
 		if (sf_jv_int64(sf_jv_get(d, "retryAfterSeconds"), &ra) == 0 && ra > 0)
 			st->retry_after_s = (long)ra;
 	} else {
-		st->status = strdup(http_status >= 200 && http_status < 300 ? "Success" : "Failure");
+		st->status =
+		    strdup(http_status >= 200 && http_status < 300 ? "Success" : "Failure");
 		st->reason = strdup("");
 		size_t n = len > 200 ? 200 : len;
 		st->message = malloc(n + 1);
@@ -229,7 +231,8 @@ int sf_kube_is_already_exists(const sf_kube_result *r)
 }
 int sf_kube_is_conflict(const sf_kube_result *r)
 {
-	return !r->err && (reason_is(r, "Conflict") || (r->http_status == 409 && !reason_is(r, "AlreadyExists")));
+	return !r->err && (reason_is(r, "Conflict") ||
+	                   (r->http_status == 409 && !reason_is(r, "AlreadyExists")));
 }
 int sf_kube_is_gone(const sf_kube_result *r)
 {
@@ -237,7 +240,8 @@ int sf_kube_is_gone(const sf_kube_result *r)
 }
 int sf_kube_is_expired(const sf_kube_result *r)
 {
-	return !r->err && (r->http_status == 410 || reason_is(r, "Expired") || reason_is(r, "Gone"));
+	return !r->err &&
+	       (r->http_status == 410 || reason_is(r, "Expired") || reason_is(r, "Gone"));
 }
 int sf_kube_is_forbidden(const sf_kube_result *r)
 {
@@ -253,7 +257,8 @@ int sf_kube_is_too_many_requests(const sf_kube_result *r)
 }
 int sf_kube_is_server_timeout(const sf_kube_result *r)
 {
-	return !r->err && (r->http_status == 504 || reason_is(r, "ServerTimeout") || reason_is(r, "Timeout"));
+	return !r->err &&
+	       (r->http_status == 504 || reason_is(r, "ServerTimeout") || reason_is(r, "Timeout"));
 }
 int sf_kube_is_invalid(const sf_kube_result *r)
 {
@@ -263,11 +268,13 @@ int sf_kube_is_invalid(const sf_kube_result *r)
 const char *sf_kube_result_str(const sf_kube_result *r, char *buf, size_t n)
 {
 	if (r->err)
-		snprintf(buf, n, "transport error %d (%s): %s", r->err, strerror(-r->err), r->errmsg);
+		snprintf(buf, n, "transport error %d (%s): %s", r->err, strerror(-r->err),
+		         r->errmsg);
 	else if (sf_kube_ok(r))
 		snprintf(buf, n, "%ld", r->http_status);
 	else
-		snprintf(buf, n, "%ld %s: %s", r->http_status, r->status->reason, r->status->message);
+		snprintf(buf, n, "%ld %s: %s", r->http_status, r->status->reason,
+		         r->status->message);
 	return buf;
 }
 
@@ -279,8 +286,8 @@ static int url_escape(sf_buf *b, const char *s)
 	int rc = 0;
 	for (; *s && !rc; s++) {
 		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		    ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
 			rc = sf_buf_putc(b, (char)ch);
 		} else {
 			char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
@@ -368,7 +375,7 @@ sf_kube_config *sf_kube_client_config(sf_kube_client *c)
 }
 
 int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_client_opts *opts,
-		       sf_kube_client **out)
+                       sf_kube_client **out)
 {
 	if (!cfg || !cfg->server)
 		return -EINVAL;
@@ -382,21 +389,24 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 	c->tokens = c->burst;
 	c->tokens_at_ns = sf_mono_ns();
 	c->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
-	c->max_retries_429 = opts && opts->max_retries_429 ? (opts->max_retries_429 < 0 ? 0 : opts->max_retries_429) : 5;
+	c->max_retries_429 = opts && opts->max_retries_429
+	                         ? (opts->max_retries_429 < 0 ? 0 : opts->max_retries_429)
+	                         : 5;
 	char ua[160];
 	snprintf(ua, sizeof(ua), "User-Agent: %s",
-		 opts && opts->user_agent ? opts->user_agent : "steadfast/" SF_VERSION " (linux/amd64)");
+	         opts && opts->user_agent ? opts->user_agent
+	                                  : "steadfast/" SF_VERSION " (linux/amd64)");
 	c->ua_header = strdup(ua);
 	c->base = strdup(cfg->server);
 	if (!c->ua_header || !c->base)
 		goto nomem;
 
 	sf_http_opts ho = {
-		.ca_file = cfg->ca_file,
-		.cert_file = cfg->client_cert_file,
-		.key_file = cfg->client_key_file,
-		.insecure = cfg->insecure_skip_tls_verify,
-		.http1_only = opts && opts->http1_only,
+	    .ca_file = cfg->ca_file,
+	    .cert_file = cfg->client_cert_file,
+	    .key_file = cfg->client_key_file,
+	    .insecure = cfg->insecure_skip_tls_verify,
+	    .http1_only = opts && opts->http1_only,
 	};
 	char connect_to[512];
 	if (cfg->tls_server_name && *cfg->tls_server_name) {
@@ -406,8 +416,8 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 		const char *colon = strrchr(hp, ':');
 		const char *port = colon && !strchr(colon, ']') ? colon + 1 : "443";
 		size_t hostlen = colon && !strchr(colon, ']') ? (size_t)(colon - hp) : strlen(hp);
-		snprintf(connect_to, sizeof(connect_to), "%s:%s:%.*s:%s", cfg->tls_server_name, port,
-			 (int)hostlen, hp, port);
+		snprintf(connect_to, sizeof(connect_to), "%s:%s:%.*s:%s", cfg->tls_server_name,
+		         port, (int)hostlen, hp, port);
 		ho.connect_to = connect_to;
 		free(c->base);
 		sf_buf b;
@@ -466,8 +476,13 @@ static void call_finish(sf_kube_call *k, const sf_kube_result *res)
 
 static void call_finish_err(sf_kube_call *k, int err, const char *msg)
 {
-	sf_kube_result res = {.err = err, .errmsg = msg ? msg : "", .status = &empty_status,
-			      .body = "", .list_rv = "", .list_continue = "", .list_remaining = -1};
+	sf_kube_result res = {.err = err,
+	                      .errmsg = msg ? msg : "",
+	                      .status = &empty_status,
+	                      .body = "",
+	                      .list_rv = "",
+	                      .list_continue = "",
+	                      .list_remaining = -1};
 	call_finish(k, &res);
 }
 
@@ -509,9 +524,14 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 	k->hreq = NULL;
 	sf_kube_status st;
 	memset(&st, 0, sizeof(st));
-	sf_kube_result res = {.err = hr->err, .errmsg = hr->errmsg, .http_status = hr->status,
-			      .status = &empty_status, .body = "", .list_rv = "", .list_continue = "",
-			      .list_remaining = -1};
+	sf_kube_result res = {.err = hr->err,
+	                      .errmsg = hr->errmsg,
+	                      .http_status = hr->status,
+	                      .status = &empty_status,
+	                      .body = "",
+	                      .list_rv = "",
+	                      .list_continue = "",
+	                      .list_remaining = -1};
 	int stat_idx = hr->err ? 0 : (int)(hr->status / 100);
 	if (stat_idx >= 0 && stat_idx < 6)
 		c->stats.by_code[stat_idx]++;
@@ -559,8 +579,8 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 			if (wait > MAX_RETRY_AFTER_S)
 				wait = MAX_RETRY_AFTER_S;
 			char ws[24];
-			sf_log_debug("kube.client", "throttled by the server; retrying", "url", k->url,
-				     "retryAfterSeconds", sf_log_int(ws, wait), NULL);
+			sf_log_debug("kube.client", "throttled by the server; retrying", "url",
+			             k->url, "retryAfterSeconds", sf_log_int(ws, wait), NULL);
 			k->retries++;
 			c->stats.retries_429++;
 			k->state = CALL_QUEUED;
@@ -600,20 +620,21 @@ static int call_send(sf_kube_call *k)
 	headers[nh++] = "Accept: application/json";
 	char ct[128];
 	if (k->body) {
-		snprintf(ct, sizeof(ct), "Content-Type: %s", k->content_type ? k->content_type : "application/json");
+		snprintf(ct, sizeof(ct), "Content-Type: %s",
+		         k->content_type ? k->content_type : "application/json");
 		headers[nh++] = ct;
 	}
 	headers[nh] = NULL;
 	sf_http_request hr = {
-		.method = k->method,
-		.url = k->url,
-		.headers = headers,
-		.body = k->body,
-		.body_len = k->body_len,
-		.timeout_ms = k->timeout_ms > 0 ? k->timeout_ms : 0,
-		.on_data = (k->ld || k->wd) ? on_stream_data : NULL,
-		.on_done = on_http_done,
-		.ud = k,
+	    .method = k->method,
+	    .url = k->url,
+	    .headers = headers,
+	    .body = k->body,
+	    .body_len = k->body_len,
+	    .timeout_ms = k->timeout_ms > 0 ? k->timeout_ms : 0,
+	    .on_data = (k->ld || k->wd) ? on_stream_data : NULL,
+	    .on_done = on_http_done,
+	    .ud = k,
 	};
 	int rc = sf_http_start(c->http, &hr, &k->hreq);
 	free(auth);
@@ -651,7 +672,8 @@ static void dispatch(uv_timer_t *t)
 			} else {
 				if (k->is_write && c->gate && c->gate(c->gate_ud, &k->req_view)) {
 					c->stats.writes_refused++;
-					call_finish_err(k, -EPERM, "write refused by fence: not the leader");
+					call_finish_err(k, -EPERM,
+					                "write refused by fence: not the leader");
 				} else {
 					if (c->qps > 0)
 						c->tokens -= 1.0;
@@ -669,7 +691,8 @@ static void dispatch(uv_timer_t *t)
 	}
 }
 
-int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *ud, sf_kube_call **out)
+int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *ud,
+               sf_kube_call **out)
 {
 	if (c->closing)
 		return -ESHUTDOWN;
@@ -731,9 +754,12 @@ int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *u
 		call_free(k);
 		return -ENOMEM;
 	}
-	k->req_view = (sf_kube_req){.method = k->method, .gvr = req->gvr ? &k->gvr_copy : NULL,
-				    .ns = k->ns, .name = k->name, .subresource = k->sub,
-				    .path = NULL};
+	k->req_view = (sf_kube_req){.method = k->method,
+	                            .gvr = req->gvr ? &k->gvr_copy : NULL,
+	                            .ns = k->ns,
+	                            .name = k->name,
+	                            .subresource = k->sub,
+	                            .path = NULL};
 	k->prev = c->calls_tail;
 	if (c->calls_tail)
 		c->calls_tail->next = k;
@@ -766,31 +792,36 @@ void sf_kube_client_cancel_writes(sf_kube_client *c)
 /* ---- verbs ---- */
 
 int sf_kube_get(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
-		sf_kube_cb cb, void *ud, sf_kube_call **out)
+                sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
 	sf_kube_req r = {.method = "GET", .gvr = gvr, .ns = ns, .name = name};
 	return sf_kube_do(c, &r, cb, ud, out);
 }
 
 int sf_kube_create(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *body,
-		   sf_kube_cb cb, void *ud, sf_kube_call **out)
+                   sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
-	sf_kube_req r = {.method = "POST", .gvr = gvr, .ns = ns, .body = body,
-			 .body_len = strlen(body)};
+	sf_kube_req r = {
+	    .method = "POST", .gvr = gvr, .ns = ns, .body = body, .body_len = strlen(body)};
 	return sf_kube_do(c, &r, cb, ud, out);
 }
 
 int sf_kube_update(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
-		   const char *sub, const char *body, sf_kube_cb cb, void *ud, sf_kube_call **out)
+                   const char *sub, const char *body, sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
-	sf_kube_req r = {.method = "PUT", .gvr = gvr, .ns = ns, .name = name, .subresource = sub,
-			 .body = body, .body_len = strlen(body)};
+	sf_kube_req r = {.method = "PUT",
+	                 .gvr = gvr,
+	                 .ns = ns,
+	                 .name = name,
+	                 .subresource = sub,
+	                 .body = body,
+	                 .body_len = strlen(body)};
 	return sf_kube_do(c, &r, cb, ud, out);
 }
 
 int sf_kube_patch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
-		  const char *sub, sf_patch_type type, const char *body, const char *field_manager,
-		  int force, sf_kube_cb cb, void *ud, sf_kube_call **out)
+                  const char *sub, sf_patch_type type, const char *body, const char *field_manager,
+                  int force, sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
 	const char *ct;
 	switch (type) {
@@ -810,9 +841,15 @@ int sf_kube_patch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const ch
 	if (!rc && force && type == SF_PATCH_APPLY)
 		rc = sf_kube_query_add(&q, "force", "true");
 	if (!rc) {
-		sf_kube_req r = {.method = "PATCH", .gvr = gvr, .ns = ns, .name = name,
-				 .subresource = sub, .query = q.data, .body = body,
-				 .body_len = strlen(body), .content_type = ct};
+		sf_kube_req r = {.method = "PATCH",
+		                 .gvr = gvr,
+		                 .ns = ns,
+		                 .name = name,
+		                 .subresource = sub,
+		                 .query = q.data,
+		                 .body = body,
+		                 .body_len = strlen(body),
+		                 .content_type = ct};
 		rc = sf_kube_do(c, &r, cb, ud, out);
 	}
 	sf_buf_free(&q);
@@ -820,7 +857,7 @@ int sf_kube_patch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const ch
 }
 
 int sf_kube_delete(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
-		   const sf_kube_delete_opts *o, sf_kube_cb cb, void *ud, sf_kube_call **out)
+                   const sf_kube_delete_opts *o, sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
 	sf_buf b;
 	sf_buf_init(&b, 0);
@@ -847,8 +884,12 @@ int sf_kube_delete(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const c
 	}
 	rc = sf_buf_putc(&b, '}');
 	if (!rc) {
-		sf_kube_req r = {.method = "DELETE", .gvr = gvr, .ns = ns, .name = name,
-				 .body = b.data, .body_len = b.len};
+		sf_kube_req r = {.method = "DELETE",
+		                 .gvr = gvr,
+		                 .ns = ns,
+		                 .name = name,
+		                 .body = b.data,
+		                 .body_len = b.len};
 		rc = sf_kube_do(c, &r, cb, ud, out);
 	}
 	sf_buf_free(&b);
@@ -892,7 +933,7 @@ static int list_query(sf_buf *q, const sf_kube_list_opts *o, int watch)
 }
 
 int sf_kube_list(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const sf_kube_list_opts *o,
-		 sf_list_item_fn item, sf_kube_cb cb, void *ud, sf_kube_call **out)
+                 sf_list_item_fn item, sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
 	if (!item)
 		return -EINVAL;
@@ -900,8 +941,12 @@ int sf_kube_list(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const sf_
 	sf_buf_init(&q, 0);
 	int rc = list_query(&q, o, 0);
 	if (!rc) {
-		sf_kube_req r = {.method = "GET", .gvr = gvr, .ns = ns, .query = q.data,
-				 .list_item = item, .stream_ud = ud};
+		sf_kube_req r = {.method = "GET",
+		                 .gvr = gvr,
+		                 .ns = ns,
+		                 .query = q.data,
+		                 .list_item = item,
+		                 .stream_ud = ud};
 		rc = sf_kube_do(c, &r, cb, ud, out);
 	}
 	sf_buf_free(&q);
@@ -909,7 +954,7 @@ int sf_kube_list(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const sf_
 }
 
 int sf_kube_watch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const sf_kube_list_opts *o,
-		  sf_watch_event_fn event, sf_kube_cb cb, void *ud, sf_kube_call **out)
+                  sf_watch_event_fn event, sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
 	if (!event)
 		return -EINVAL;
@@ -919,8 +964,13 @@ int sf_kube_watch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const sf
 	if (!rc) {
 		/* the server ends the watch after timeoutSeconds; allow a margin */
 		long to = o && o->timeout_seconds > 0 ? (o->timeout_seconds + 30) * 1000 : -1;
-		sf_kube_req r = {.method = "GET", .gvr = gvr, .ns = ns, .query = q.data,
-				 .timeout_ms = to, .watch_event = event, .stream_ud = ud};
+		sf_kube_req r = {.method = "GET",
+		                 .gvr = gvr,
+		                 .ns = ns,
+		                 .query = q.data,
+		                 .timeout_ms = to,
+		                 .watch_event = event,
+		                 .stream_ud = ud};
 		rc = sf_kube_do(c, &r, cb, ud, out);
 	}
 	sf_buf_free(&q);
@@ -979,13 +1029,16 @@ static void on_discovery(void *ud, const sf_kube_result *res)
 			char *kind = sf_jv_strdup(sf_jv_get(v, "kind"));
 			int namespaced = 0;
 			sf_jv_bool(sf_jv_get(v, "namespaced"), &namespaced);
-			if (name && kind && !strchr(name, '/') && !resolved_find(c, x->api_version, kind)) {
+			if (name && kind && !strchr(name, '/') &&
+			    !resolved_find(c, x->api_version, kind)) {
 				resolved *r = calloc(1, sizeof(*r));
 				if (r) {
 					r->api_version = strdup(x->api_version);
 					r->kind = kind;
 					kind = NULL;
-					r->group = slash ? strndup(x->api_version, (size_t)(slash - x->api_version)) : strdup("");
+					r->group = slash ? strndup(x->api_version,
+					                           (size_t)(slash - x->api_version))
+					                 : strdup("");
 					r->version = strdup(slash ? slash + 1 : x->api_version);
 					r->resource = name;
 					name = NULL;
@@ -998,24 +1051,25 @@ static void on_discovery(void *ud, const sf_kube_result *res)
 			free(kind);
 		}
 		const resolved *r = resolved_find(c, x->api_version, x->kind);
-		snprintf(msg, sizeof(msg), "no kind %s is served by %s (is its CRD installed?)", x->kind,
-			 x->api_version);
+		snprintf(msg, sizeof(msg), "no kind %s is served by %s (is its CRD installed?)",
+		         x->kind, x->api_version);
 		resolve_deliver(x, r, -ENOENT, msg);
 	} else if (sf_kube_is_not_found(res)) {
-		snprintf(msg, sizeof(msg), "apiVersion %s is not served (is its CRD installed?); kind %s",
-			 x->api_version, x->kind);
+		snprintf(msg, sizeof(msg),
+		         "apiVersion %s is not served (is its CRD installed?); kind %s",
+		         x->api_version, x->kind);
 		resolve_deliver(x, NULL, -ENOENT, msg);
 	} else {
 		char rs[256];
 		snprintf(msg, sizeof(msg), "discovery of %s failed: %s", x->api_version,
-			 sf_kube_result_str(res, rs, sizeof(rs)));
+		         sf_kube_result_str(res, rs, sizeof(rs)));
 		resolve_deliver(x, NULL, res->err ? res->err : -EIO, msg);
 	}
 	resolve_ctx_free(x);
 }
 
 int sf_kube_resolve(sf_kube_client *c, const char *api_version, const char *kind,
-		    sf_kube_resolve_cb cb, void *ud)
+                    sf_kube_resolve_cb cb, void *ud)
 {
 	if (!api_version || !*api_version || !kind || !*kind)
 		return -EINVAL;
@@ -1053,7 +1107,8 @@ int sf_kube_resolve(sf_kube_client *c, const char *api_version, const char *kind
 	sf_buf p;
 	sf_buf_init(&p, 0);
 	const char *slash = strchr(api_version, '/');
-	int rc = slash ? sf_buf_printf(&p, "/apis/%s", api_version) : sf_buf_printf(&p, "/api/%s", api_version);
+	int rc = slash ? sf_buf_printf(&p, "/apis/%s", api_version)
+	               : sf_buf_printf(&p, "/api/%s", api_version);
 	if (rc || strstr(api_version, "..") || (slash && strchr(slash + 1, '/'))) {
 		sf_buf_free(&p);
 		resolve_ctx_free(x);

@@ -41,10 +41,10 @@ struct sf_http_req {
 	char stream_msg[160];
 	int body_overflow;
 	int64_t start_ns;
-	int pending_err;        /* for deferred completion */
+	int pending_err; /* for deferred completion */
 	const char *pending_msg;
-	struct sf_http_req *prev, *next;      /* active list */
-	struct sf_http_req *defer_next;       /* deferred completion list */
+	struct sf_http_req *prev, *next; /* active list */
+	struct sf_http_req *defer_next;  /* deferred completion list */
 };
 
 struct sf_http {
@@ -159,7 +159,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
 	CURLMcode mc = curl_multi_socket_action(h->multi, s->fd, flags, &running);
 	if (mc != CURLM_OK)
 		sf_log_error("http", "curl_multi_socket_action failed", "error",
-			     curl_multi_strerror(mc), NULL);
+		             curl_multi_strerror(mc), NULL);
 	check_multi_info(h);
 }
 
@@ -183,7 +183,8 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 		s->h = h;
 		int rc = uv_poll_init_socket(h->loop, &s->poll, fd);
 		if (rc) {
-			sf_log_error("http", "uv_poll_init_socket failed", "error", uv_strerror(rc), NULL);
+			sf_log_error("http", "uv_poll_init_socket failed", "error", uv_strerror(rc),
+			             NULL);
 			free(s);
 			return -1;
 		}
@@ -215,7 +216,7 @@ static void on_timer(uv_timer_t *t)
 	CURLMcode mc = curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	if (mc != CURLM_OK)
 		sf_log_error("http", "curl_multi_socket_action(timeout) failed", "error",
-			     curl_multi_strerror(mc), NULL);
+		             curl_multi_strerror(mc), NULL);
 	check_multi_info(h);
 }
 
@@ -269,13 +270,13 @@ static void req_complete(sf_http_req *r, int err, const char *msg)
 	req_unlink(r);
 	h->active--;
 	sf_http_result res = {
-		.err = err,
-		.errmsg = msg ? msg : "",
-		.status = err ? (r->stream_err ? status : 0) : status,
-		.body = &r->buf,
-		.content_type = r->content_type,
-		.retry_after_s = r->retry_after_s,
-		.total_s = (double)(sf_mono_ns() - r->start_ns) / 1e9,
+	    .err = err,
+	    .errmsg = msg ? msg : "",
+	    .status = err ? (r->stream_err ? status : 0) : status,
+	    .body = &r->buf,
+	    .content_type = r->content_type,
+	    .retry_after_s = r->retry_after_s,
+	    .total_s = (double)(sf_mono_ns() - r->start_ns) / 1e9,
 	};
 	if (r->on_done)
 		r->on_done(r->ud, &res);
@@ -483,7 +484,8 @@ int sf_http_start(sf_http *h, const sf_http_request *rq, sf_http_req **out)
 	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-			 h->http1_only ? (long)CURL_HTTP_VERSION_1_1 : (long)CURL_HTTP_VERSION_2TLS);
+	                 h->http1_only ? (long)CURL_HTTP_VERSION_1_1
+	                               : (long)CURL_HTTP_VERSION_2TLS);
 	if (rq->timeout_ms > 0)
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
 	if (h->ca_file)

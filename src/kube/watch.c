@@ -51,7 +51,7 @@ struct dec {
 	enum mode mode;
 	yajl_handle h;
 	yajl_gen g;
-	sf_buf obj; /* the subtree being captured, minified */
+	sf_buf obj;  /* the subtree being captured, minified */
 	int gen_err; /* from appending to obj */
 	size_t max;
 	int err; /* sticky: once set, nothing more is accepted */
@@ -59,8 +59,8 @@ struct dec {
 	char msg[256];
 	unsigned long count;
 
-	uint64_t base; /* stream offset of the slice being parsed */
-	size_t depth; /* containers open */
+	uint64_t base;    /* stream offset of the slice being parsed */
+	size_t depth;     /* containers open */
 	size_t cap_depth; /* depth of the captured subtree's root; 0 = none */
 	enum key1 k1;
 	enum key2 k2;
@@ -71,7 +71,7 @@ struct dec {
 	int unit_ended; /* an event ended in the current slice, at unit_end */
 	uint64_t unit_end;
 	int pending; /* watch: a top-level token has begun outside any event */
-	int big; /* watch: a large event went through; release memory when idle */
+	int big;     /* watch: a large event went through; release memory when idle */
 
 	/* watch */
 	sf_watch_event_fn wfn;
@@ -143,7 +143,7 @@ static int too_big(struct dec *d, uint64_t size)
 	if (d->mode == MODE_LIST && !d->cap_depth)
 		return fail(d, -E2BIG, "LIST body: more than %zu bytes outside items", d->max);
 	return fail(d, -E2BIG, "%s larger than %zu bytes (%llu so far)", unit_name(d), d->max,
-		    (unsigned long long)size);
+	            (unsigned long long)size);
 }
 
 /* ---- re-emitting the captured subtree ---- */
@@ -163,10 +163,10 @@ static int gen_ok(struct dec *d, yajl_gen_status st)
 		return fail(d, d->gen_err, "out of memory");
 	if (st == yajl_max_depth_exceeded)
 		return fail(d, -EBADMSG, "%s at byte %llu: object nested deeper than %d levels",
-			    what(d), (unsigned long long)pos(d), YAJL_MAX_DEPTH - 1);
+		            what(d), (unsigned long long)pos(d), YAJL_MAX_DEPTH - 1);
 	if (st != yajl_gen_status_ok)
 		return fail(d, -EBADMSG, "%s at byte %llu: JSON generator error %d", what(d),
-			    (unsigned long long)pos(d), (int)st);
+		            (unsigned long long)pos(d), (int)st);
 	return 1;
 }
 
@@ -202,10 +202,10 @@ static int parse_type(const char *s, size_t n, sf_watch_type *t)
 		const char *name;
 		sf_watch_type type;
 	} types[] = {{"ADDED", SF_WATCH_ADDED},
-		     {"MODIFIED", SF_WATCH_MODIFIED},
-		     {"DELETED", SF_WATCH_DELETED},
-		     {"BOOKMARK", SF_WATCH_BOOKMARK},
-		     {"ERROR", SF_WATCH_ERROR}};
+	             {"MODIFIED", SF_WATCH_MODIFIED},
+	             {"DELETED", SF_WATCH_DELETED},
+	             {"BOOKMARK", SF_WATCH_BOOKMARK},
+	             {"ERROR", SF_WATCH_ERROR}};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		if (strlen(types[i].name) == n && memcmp(types[i].name, s, n) == 0) {
 			*t = types[i].type;
@@ -245,8 +245,9 @@ static int watch_value(struct dec *d, const struct val *v)
 	char tmp[48];
 	if (d->depth == 0) {
 		if (v->k != V_MAP)
-			return fail(d, -EBADMSG, "watch stream at byte %llu: event is %s, not an object",
-				    (unsigned long long)pos(d), kind_name(v->k));
+			return fail(d, -EBADMSG,
+			            "watch stream at byte %llu: event is %s, not an object",
+			            (unsigned long long)pos(d), kind_name(v->k));
 		d->unit_start = pos(d) - 1;
 		d->pending = 0;
 		d->have_type = d->have_obj = 0;
@@ -258,16 +259,18 @@ static int watch_value(struct dec *d, const struct val *v)
 	if (d->k1 == K1_TYPE) {
 		if (v->k != V_STRING)
 			return fail(d, -EBADMSG, "watch stream at byte %llu: event type is %s",
-				    (unsigned long long)pos(d), kind_name(v->k));
+			            (unsigned long long)pos(d), kind_name(v->k));
 		if (!parse_type(v->s, v->n, &d->type))
-			return fail(d, -EBADMSG, "watch stream at byte %llu: unknown event type \"%s\"",
-				    (unsigned long long)pos(d), printable(tmp, sizeof(tmp), v->s, v->n));
+			return fail(
+			    d, -EBADMSG, "watch stream at byte %llu: unknown event type \"%s\"",
+			    (unsigned long long)pos(d), printable(tmp, sizeof(tmp), v->s, v->n));
 		d->have_type = 1;
 	} else if (d->k1 == K1_OBJECT) {
 		if (v->k != V_MAP)
-			return fail(d, -EBADMSG,
-				    "watch stream at byte %llu: event \"object\" is %s, not an object",
-				    (unsigned long long)pos(d), kind_name(v->k));
+			return fail(
+			    d, -EBADMSG,
+			    "watch stream at byte %llu: event \"object\" is %s, not an object",
+			    (unsigned long long)pos(d), kind_name(v->k));
 		return begin_capture(d);
 	}
 	return 1;
@@ -280,10 +283,10 @@ static int watch_event_done(struct dec *d)
 		return too_big(d, size);
 	if (!d->have_type)
 		return fail(d, -EBADMSG, "watch stream at byte %llu: event without \"type\"",
-			    (unsigned long long)d->unit_start);
+		            (unsigned long long)d->unit_start);
 	if (!d->have_obj)
 		return fail(d, -EBADMSG, "watch stream at byte %llu: %s event without \"object\"",
-			    (unsigned long long)d->unit_start, sf_watch_type_name(d->type));
+		            (unsigned long long)d->unit_start, sf_watch_type_name(d->type));
 	d->unit_ended = 1;
 	d->unit_end = end;
 	if (size > RELEASE_AFTER)
@@ -297,7 +300,8 @@ static int watch_event_done(struct dec *d)
 		return 1;
 	}
 	if (d->wfn(d->ud, d->type, o))
-		return fail(d, -ECANCELED, "stopped by the event callback after %lu events", d->count);
+		return fail(d, -ECANCELED, "stopped by the event callback after %lu events",
+		            d->count);
 	return 1;
 }
 
@@ -345,16 +349,18 @@ static int list_value(struct dec *d, const struct val *v)
 		case K1_METADATA: d->k2 = K2_OTHER; return 1;
 		case K1_ITEMS:
 			if (v->k != V_ARRAY && v->k != V_NULL)
-				return fail(d, -EBADMSG, "LIST body at byte %llu: \"items\" is %s, not an array",
-					    (unsigned long long)pos(d), kind_name(v->k));
+				return fail(d, -EBADMSG,
+				            "LIST body at byte %llu: \"items\" is %s, not an array",
+				            (unsigned long long)pos(d), kind_name(v->k));
 			return 1;
 		default: return 1;
 		}
 	case 2:
 		if (d->k1 == K1_ITEMS) {
 			if (v->k != V_MAP)
-				return fail(d, -EBADMSG, "LIST body at byte %llu: item %lu is %s, not an object",
-					    (unsigned long long)pos(d), d->count, kind_name(v->k));
+				return fail(d, -EBADMSG,
+				            "LIST body at byte %llu: item %lu is %s, not an object",
+				            (unsigned long long)pos(d), d->count, kind_name(v->k));
 			d->unit_start = pos(d) - 1;
 			return begin_capture(d);
 		}
@@ -386,7 +392,8 @@ static int list_item_done(struct dec *d)
 		return 1;
 	}
 	if (d->lfn(d->ud, o))
-		return fail(d, -ECANCELED, "stopped by the item callback after %lu items", d->count);
+		return fail(d, -ECANCELED, "stopped by the item callback after %lu items",
+		            d->count);
 	return 1;
 }
 
@@ -516,15 +523,15 @@ static int cb_map_key(void *ctx, const unsigned char *key, size_t n)
 }
 
 static const yajl_callbacks callbacks = {
-	.yajl_null = cb_null,
-	.yajl_boolean = cb_bool,
-	.yajl_number = cb_number,
-	.yajl_string = cb_string,
-	.yajl_start_map = cb_start_map,
-	.yajl_map_key = cb_map_key,
-	.yajl_end_map = cb_end_map,
-	.yajl_start_array = cb_start_array,
-	.yajl_end_array = cb_end_array,
+    .yajl_null = cb_null,
+    .yajl_boolean = cb_bool,
+    .yajl_number = cb_number,
+    .yajl_string = cb_string,
+    .yajl_start_map = cb_start_map,
+    .yajl_map_key = cb_map_key,
+    .yajl_end_map = cb_end_map,
+    .yajl_start_array = cb_start_array,
+    .yajl_end_array = cb_end_array,
 };
 
 /* ---- common driver ---- */

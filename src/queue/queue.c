@@ -655,7 +655,8 @@ void sf_queue_stats(const sf_queue *q, sf_queue_metrics *st)
 	st->retries = q->retries;
 	uint64_t now = uv_hrtime();
 	for (const qitem *it = q->run_head; it; it = it->run_next) {
-		double age = now > it->start_ns ? (double)(now - it->start_ns) / SF_NSEC_PER_SEC : 0;
+		double age =
+		    now > it->start_ns ? (double)(now - it->start_ns) / SF_NSEC_PER_SEC : 0;
 		if (it == q->run_head)
 			st->longest_running_s = age;
 		st->unfinished_work_s += age;
@@ -687,8 +688,8 @@ void sf_queue_shutdown(sf_queue *q, void (*drained)(void *ud), void *ud)
 		sf_ratelimiter_forget_all(q->rl);
 		char b1[24], b2[24];
 		sf_log_debug("queue", "queue shut down", "name", q->name, "dropped",
-			     sf_log_int(b1, (long long)dropped), "in_flight",
-			     sf_log_int(b2, (long long)q->in_flight), NULL);
+		             sf_log_int(b1, (long long)dropped), "in_flight",
+		             sf_log_int(b2, (long long)q->in_flight), NULL);
 	}
 	q->drained = drained;
 	q->drained_ud = ud;

@@ -288,8 +288,8 @@ static int str_next(const char **pp, const char *end, char out[4])
 		if (lo >= 0xDC00 && lo <= 0xDFFF) {
 			*pp = p + 12;
 			return utf8_put(0x10000u + (((unsigned)cp - 0xD800u) << 10) +
-						((unsigned)lo - 0xDC00u),
-					out);
+			                    ((unsigned)lo - 0xDC00u),
+			                out);
 		}
 		cp = 0xFFFD;
 	} else if (cp >= 0xDC00 && cp <= 0xDFFF) {
@@ -557,19 +557,19 @@ static int mf_end_array(void *ctx)
 }
 
 static const yajl_callbacks minify_callbacks = {
-	.yajl_null = mf_null,
-	.yajl_boolean = mf_bool,
-	.yajl_number = mf_number,
-	.yajl_string = mf_string,
-	.yajl_start_map = mf_start_map,
-	.yajl_map_key = mf_string,
-	.yajl_end_map = mf_end_map,
-	.yajl_start_array = mf_start_array,
-	.yajl_end_array = mf_end_array,
+    .yajl_null = mf_null,
+    .yajl_boolean = mf_bool,
+    .yajl_number = mf_number,
+    .yajl_string = mf_string,
+    .yajl_start_map = mf_start_map,
+    .yajl_map_key = mf_string,
+    .yajl_end_map = mf_end_map,
+    .yajl_start_array = mf_start_array,
+    .yajl_end_array = mf_end_array,
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -624,7 +624,7 @@ int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t er
 	} else if (m.gen_st == yajl_max_depth_exceeded) {
 		rc = -EBADMSG;
 		set_err(err, errlen, "invalid JSON at byte %zu: nested deeper than %d levels", at,
-			YAJL_MAX_DEPTH - 1);
+		        YAJL_MAX_DEPTH - 1);
 	} else if (m.gen_st) {
 		rc = -EBADMSG;
 		set_err(err, errlen, "invalid JSON at byte %zu: generator error %d", at, m.gen_st);
@@ -680,7 +680,7 @@ sf_obj *sf_obj_new(const char *minified, size_t len)
 
 	sf_jv md = get_n((sf_jv){p, n}, "metadata", 8);
 	sf_jv f[4] = {sf_jv_get(md, "namespace"), sf_jv_get(md, "name"), sf_jv_get(md, "uid"),
-		      sf_jv_get(md, "resourceVersion")};
+	              sf_jv_get(md, "resourceVersion")};
 	size_t fl[4];
 	size_t total = sizeof(sf_obj) + n + 1;
 	for (int i = 0; i < 4; i++) {

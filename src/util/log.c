@@ -30,8 +30,10 @@ int sf_log_parse_level(const char *s, int *out)
 	static const struct {
 		const char *name;
 		int level;
-	} names[] = {{"error", SF_LOG_ERROR}, {"warn", SF_LOG_WARN}, {"info", SF_LOG_INFO},
-		     {"debug", SF_LOG_DEBUG}};
+	} names[] = {{"error", SF_LOG_ERROR},
+	             {"warn", SF_LOG_WARN},
+	             {"info", SF_LOG_INFO},
+	             {"debug", SF_LOG_DEBUG}};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcmp(s, names[i].name) == 0) {
 			*out = names[i].level;

@@ -104,7 +104,8 @@ static slot *lookup(const sf_strmap *m, const char *key, size_t len, uint32_t h)
 		slot *s = &m->slots[i];
 		if (!s->key)
 			return NULL;
-		if (s->key != TOMB && s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+		if (s->key != TOMB && s->hash == h && s->len == len &&
+		    memcmp(s->key, key, len) == 0)
 			return s;
 	}
 }

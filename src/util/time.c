@@ -36,7 +36,7 @@ static void fmt_base(int64_t wall_ns, char *buf, size_t n, int64_t *frac)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 const char *sf_time_rfc3339(int64_t wall_ns, char *buf, size_t n)

@@ -16,7 +16,8 @@ const char *tl_env(const char *key)
 	static char store[64][1024];
 	static int nstore;
 	const char *path = getenv("STEADFAST_CLUSTER_ENV");
-	cr_assert(path && *path, "STEADFAST_CLUSTER_ENV is not set: run through tools/with-cluster.sh");
+	cr_assert(path && *path,
+	          "STEADFAST_CLUSTER_ENV is not set: run through tools/with-cluster.sh");
 	FILE *f = fopen(path, "r");
 	cr_assert(f, "cannot open cluster env file %s", path);
 	char line[1200];
@@ -90,11 +91,13 @@ void tl_res_cb(void *ud, const sf_kube_result *r)
 	o->err = r->err;
 	o->http_status = r->http_status;
 	snprintf(o->reason, sizeof(o->reason), "%s", r->status->reason ? r->status->reason : "");
-	snprintf(o->message, sizeof(o->message), "%s", r->status->message ? r->status->message : "");
+	snprintf(o->message, sizeof(o->message), "%s",
+	         r->status->message ? r->status->message : "");
 	snprintf(o->errmsg, sizeof(o->errmsg), "%s", r->errmsg ? r->errmsg : "");
 	o->obj = r->obj ? sf_obj_ref(r->obj) : NULL;
 	snprintf(o->list_rv, sizeof(o->list_rv), "%s", r->list_rv ? r->list_rv : "");
-	snprintf(o->list_continue, sizeof(o->list_continue), "%s", r->list_continue ? r->list_continue : "");
+	snprintf(o->list_continue, sizeof(o->list_continue), "%s",
+	         r->list_continue ? r->list_continue : "");
 	o->items = r->items;
 }
 
@@ -106,7 +109,8 @@ void tl_res_clear(tl_res *r)
 
 void tl_wait(uv_loop_t *loop, tl_res *r, long timeout_ms)
 {
-	cr_assert_eq(tl_run_until(loop, &r->done, timeout_ms), 0, "request did not finish within %ld ms", timeout_ms);
+	cr_assert_eq(tl_run_until(loop, &r->done, timeout_ms), 0,
+	             "request did not finish within %ld ms", timeout_ms);
 }
 
 void tl_kube_open(tl_kube *k, const char *kubeconfig, const sf_kube_client_opts *opts)
@@ -146,13 +150,17 @@ void tl_do(tl_kube *k, const sf_kube_req *req, tl_res *out)
 const char *tl_namespace(tl_kube *k, const char *prefix, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s-%04x%04x", prefix, (unsigned)rand() & 0xffff,
-		 (unsigned)(sf_mono_ns() & 0xffff));
+	         (unsigned)(sf_mono_ns() & 0xffff));
 	char body[256];
-	snprintf(body, sizeof(body), "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", buf);
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
+	         buf);
 	tl_res r;
-	sf_kube_req req = {.method = "POST", .gvr = &SF_GVR_NAMESPACES, .body = body, .body_len = strlen(body)};
+	sf_kube_req req = {
+	    .method = "POST", .gvr = &SF_GVR_NAMESPACES, .body = body, .body_len = strlen(body)};
 	tl_do(k, &req, &r);
-	cr_assert_eq(r.http_status, 201, "create namespace %s: %ld %s %s", buf, r.http_status, r.message, r.errmsg);
+	cr_assert_eq(r.http_status, 201, "create namespace %s: %ld %s %s", buf, r.http_status,
+	             r.message, r.errmsg);
 	tl_res_clear(&r);
 	return buf;
 }
