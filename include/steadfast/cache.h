@@ -98,8 +98,10 @@ int sf_store_add_namespace_index(sf_store *s);
 /* Upserts obj (the store takes its own reference; the caller keeps its).
  * Emits ADD, or UPDATE when the key existed; an object with the same key
  * but another UID emits DELETE of the old then ADD of the new. An object
- * identical to the stored one (same resourceVersion and bytes) emits
- * nothing. Returns 0, -EINVAL (no name), -ENOMEM. */
+ * with the stored one's UID and resourceVersion is the same object: the
+ * stored one is kept and nothing is emitted (LIST items lack kind and
+ * apiVersion, so a re-list does not turn every object into an update).
+ * Returns 0, -EINVAL (no name), -ENOMEM. */
 int sf_store_upsert(sf_store *s, sf_obj *obj);
 /* Removes the object at obj's key and emits DELETE with the stored object.
  * Returns 0, or -ENOENT when the key is unknown (nothing emitted). */
@@ -137,9 +139,9 @@ void sf_obj_list_free(sf_obj **list, size_t n);
 /* Index queries. -ENOENT when no such index; an unknown value is an empty
  * result (0). */
 int sf_store_by_index(const sf_store *s, const char *index, const char *value, sf_obj ***out,
-		      size_t *n);
+                      size_t *n);
 int sf_store_index_each(const sf_store *s, const char *index, const char *value,
-			sf_store_visit_fn fn, void *ud);
+                        sf_store_visit_fn fn, void *ud);
 /* Number of objects under value, or -ENOENT for an unknown index. */
 long sf_store_index_count(const sf_store *s, const char *index, const char *value);
 /* The distinct values of an index (malloc'd array of malloc'd strings, free
@@ -173,9 +175,9 @@ typedef struct sf_reflector_opts {
 	long watch_max_s;           /* 0 = 600 */
 	long backoff_initial_ms;    /* 0 = 800 */
 	long backoff_max_ms;        /* 0 = 30000 */
-	long backoff_reset_ms;      /* a failure after this much calm restarts at initial; 0 = 120000 */
-	double backoff_jitter;      /* delay += rand * jitter * delay; 0 = 1.0, < 0 = none */
-	const char *name;           /* for logs; NULL = resource name */
+	long backoff_reset_ms; /* a failure after this much calm restarts at initial; 0 = 120000 */
+	double backoff_jitter; /* delay += rand * jitter * delay; 0 = 1.0, < 0 = none */
+	const char *name;      /* for logs; NULL = resource name */
 	/* Each time the newest seen resourceVersion advances (list end, watch
 	 * event, bookmark). */
 	void (*on_rv)(void *ud, const char *rv);
@@ -187,28 +189,31 @@ typedef struct sf_reflector_opts {
 typedef struct sf_reflector_stats {
 	unsigned long lists;        /* complete (re)lists applied */
 	unsigned long list_pages;   /* LIST requests that succeeded */
-	unsigned long relists;      /* lists after the first (410s, forced) */
+	unsigned long relists;      /* re-lists of a synced store (410 on the watch, forced) */
 	unsigned long watches;      /* WATCH requests started */
 	unsigned long events;       /* ADDED/MODIFIED/DELETED applied */
+	unsigned long stale_events; /* skipped: older than the stored version of that object */
 	unsigned long bookmarks;
-	unsigned long gone;         /* 410 Gone/Expired seen (HTTP or ERROR event) */
-	unsigned long errors;       /* failed list/watch requests, ERROR events, bad streams */
-	unsigned long decode_errors;/* malformed or truncated streams */
-	unsigned long backoffs;     /* retries scheduled with backoff */
+	unsigned long gone;              /* 410 Gone/Expired seen (HTTP or ERROR event) */
+	unsigned long errors;            /* failed list/watch requests, ERROR events, bad streams */
+	unsigned long decode_errors;     /* malformed or truncated streams */
+	unsigned long backoffs;          /* retries scheduled with backoff */
 	unsigned long deleted_on_relist; /* objects a relist found gone */
 } sf_reflector_stats;
 
 /* client and store are borrowed and must outlive the reflector. Copies
  * the strings in opts. 0, -EINVAL, -ENOMEM. */
 int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
-		     const sf_reflector_opts *opts, sf_reflector **out);
+                     const sf_reflector_opts *opts, sf_reflector **out);
 /* Starts listing. -EALREADY if running, -ESHUTDOWN once stopped. */
 int sf_reflector_start(sf_reflector *r);
 /* Cancels the in-flight list/watch and closes the timer; cb (optional)
  * runs from the loop when nothing is pending any more (at once if the
  * reflector was never started). The store is left as it is, with any
  * partial re-list kept but no deletes applied. A stopped reflector cannot
- * be started again; free it after cb (or at any time if never started). */
+ * be started again; free it after cb (or at any time if never started).
+ * A reflector whose client is closed under it stops itself (logged as an
+ * error); sf_reflector_stop still reports through cb then. */
 void sf_reflector_stop(sf_reflector *r, void (*cb)(void *ud), void *ud);
 void sf_reflector_free(sf_reflector *r);
 
@@ -245,7 +250,7 @@ typedef struct sf_informer_opts {
 } sf_informer_opts;
 
 int sf_informer_new(uv_loop_t *loop, sf_kube_client *client, const sf_informer_opts *opts,
-		    sf_informer **out);
+                    sf_informer **out);
 /* Registers handlers (h is copied). A handler added while the store holds
  * objects is first called with on_add for each of them, as client-go does.
  * Returns 0, -ENOMEM. */
@@ -263,15 +268,16 @@ int sf_informer_synced(const sf_informer *inf);
 const char *sf_informer_last_rv(const sf_informer *inf);
 
 /* Freshness barrier: cb(ud, 0) once the informer is synced and has seen a
- * resourceVersion >= rv; cb(ud, -ECANCELED) if the wait is cancelled or the
- * informer stops first. Returns 1 if that already holds (cb is not
+ * resourceVersion >= rv (compared with sf_rv_cmp); cb(ud, -ECANCELED) if
+ * the informer stops first. Returns 1 if that already holds (cb is not
  * called), 0 if the wait was registered (cb will run exactly once, from a
- * later event or stop; cancel with sf_informer_wait_cancel before that),
- * or -ENOMEM/-ESHUTDOWN. */
+ * later list/event/bookmark or from stop, unless cancelled with
+ * sf_informer_wait_cancel first), or -ENOMEM/-ESHUTDOWN. The wait is
+ * freed before cb runs. */
 typedef struct sf_rv_wait sf_rv_wait;
-int sf_informer_wait_rv(sf_informer *inf, const char *rv, void (*cb)(void *ud, int err),
-			void *ud, sf_rv_wait **out);
-/* Cancels a pending wait: its cb runs with -ECANCELED before this returns. */
+int sf_informer_wait_rv(sf_informer *inf, const char *rv, void (*cb)(void *ud, int err), void *ud,
+                        sf_rv_wait **out);
+/* Cancels a pending wait; its cb is not called. */
 void sf_informer_wait_cancel(sf_rv_wait *w);
 
 #endif

@@ -19,7 +19,9 @@
  * Other failures back off exponentially (800 ms doubling to 30 s, plus up to
  * 100% jitter; the delay restarts at 800 ms after two calm minutes) and then
  * retry what failed. A malformed or truncated stream is logged as an error
- * and re-watched from the last good resourceVersion. A watch that ends
+ * and re-watched from the last good resourceVersion. Events older than the
+ * stored version of the same object (a replay from an old resourceVersion
+ * out of the server's watch cache) are skipped. A watch that ends
  * within a second without any event counts as a failure too, so a server
  * that closes watches at once cannot make us spin.
  *
@@ -44,7 +46,7 @@ typedef enum {
 	ST_IDLE = 0, /* not started */
 	ST_LISTING,
 	ST_WATCHING,
-	ST_WAITING,  /* backoff timer armed */
+	ST_WAITING, /* backoff timer armed */
 	ST_STOPPING,
 	ST_STOPPED,
 } refl_state;
@@ -52,8 +54,8 @@ typedef enum {
 /* What to do when the in-flight call ends or the timer fires. */
 typedef enum {
 	NEXT_NONE = 0,
-	NEXT_LIST,        /* (re)list from the first page */
-	NEXT_WATCH,       /* watch again now */
+	NEXT_LIST,  /* (re)list from the first page */
+	NEXT_WATCH, /* watch again now */
 	NEXT_WATCH_BACKOFF,
 } refl_next;
 
@@ -72,7 +74,7 @@ struct sf_reflector {
 	void *ud;
 
 	refl_state state;
-	refl_next next;    /* requested while a call is in flight */
+	refl_next next;     /* requested while a call is in flight */
 	refl_next wait_for; /* what the armed timer does */
 	sf_kube_call *call;
 	int in_stream_cb;  /* inside an item/event callback of call */
@@ -81,13 +83,12 @@ struct sf_reflector {
 	void (*stop_cb)(void *ud);
 	void *stop_ud;
 
-	char *cont;        /* continue token of the list in progress */
-	int list_open;     /* a store replace pass is open */
-	int listed_once;
+	char *cont;    /* continue token of the list in progress */
+	int list_open; /* a store replace pass is open */
 	int synced;
-	char *last_rv;     /* newest seen */
-	char *watch_rv;    /* next watch starts here */
-	char *rewatch_rv;  /* test hook override for the next watch */
+	char *last_rv;    /* newest seen */
+	char *watch_rv;   /* next watch starts here */
+	char *rewatch_rv; /* test hook override for the next watch */
 	int64_t watch_start_ns;
 	unsigned long watch_events;
 	unsigned gone_streak; /* 410s without a successful watch in between */
@@ -172,8 +173,19 @@ static void on_timer_closed(uv_handle_t *h)
 
 void sf_reflector_stop(sf_reflector *r, void (*cb)(void *ud), void *ud)
 {
-	if (stopping(r))
+	if (stopping(r)) {
+		/* Already stopping on its own (the client was closed): take
+		 * over the callback, or run it if everything is closed. */
+		if (cb && !r->stop_cb) {
+			if (r->state == ST_STOPPED) {
+				cb(ud);
+				return;
+			}
+			r->stop_cb = cb;
+			r->stop_ud = ud;
+		}
 		return;
+	}
 	refl_state was = r->state;
 	r->state = ST_STOPPING;
 	r->stop_cb = cb;
@@ -205,6 +217,16 @@ void sf_reflector_stop(sf_reflector *r, void (*cb)(void *ud), void *ud)
 	maybe_stopped(r);
 }
 
+/* The client was closed under a running reflector: retrying cannot help,
+ * so stop (a later sf_reflector_stop still gets its callback). */
+static void client_gone(sf_reflector *r)
+{
+	r->call = NULL;
+	r->stats.errors++;
+	sf_log_error(LOGGER, "client closed; reflector stops", "resource", r->name, NULL);
+	sf_reflector_stop(r, NULL, NULL);
+}
+
 /* ---- backoff ---- */
 
 static void on_timer(uv_timer_t *t)
@@ -232,18 +254,19 @@ static void backoff(sf_reflector *r, refl_next what)
 {
 	int64_t now = sf_mono_ns();
 	if (!r->backoff_cur_ms ||
-	    (r->last_failure_ns && now - r->last_failure_ns > r->backoff_reset_ms * SF_NSEC_PER_MSEC))
+	    (r->last_failure_ns &&
+	     now - r->last_failure_ns > r->backoff_reset_ms * SF_NSEC_PER_MSEC))
 		r->backoff_cur_ms = r->backoff_initial_ms;
 	r->last_failure_ns = now;
 	double d = (double)r->backoff_cur_ms;
 	if (r->jitter > 0)
 		d += rng_unit(r) * r->jitter * d;
-	r->backoff_cur_ms = r->backoff_cur_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms
-								     : r->backoff_cur_ms * 2;
+	r->backoff_cur_ms =
+	    r->backoff_cur_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms : r->backoff_cur_ms * 2;
 	r->stats.backoffs++;
 	char b1[24];
 	sf_log_debug(LOGGER, "retrying after backoff", "resource", r->name, "action",
-		     what == NEXT_LIST ? "list" : "watch", "delayMs", num(b1, (long long)d), NULL);
+	             what == NEXT_LIST ? "list" : "watch", "delayMs", num(b1, (long long)d), NULL);
 	arm(r, what, (uint64_t)d);
 }
 
@@ -252,7 +275,7 @@ static void result_error(sf_reflector *r, const char *what, const sf_kube_result
 	char line[512];
 	r->stats.errors++;
 	sf_log_error(LOGGER, what, "resource", r->name, "error",
-		     sf_kube_result_str(res, line, sizeof(line)), NULL);
+	             sf_kube_result_str(res, line, sizeof(line)), NULL);
 }
 
 /* ---- list ---- */
@@ -270,7 +293,7 @@ static int on_list_item(void *ud, sf_obj *item)
 	if (rc) {
 		char b[24];
 		sf_log_error(LOGGER, "cannot store listed object", "resource", r->name, "namespace",
-			     item->ns, "name", item->name, "errno", num(b, rc), NULL);
+		             item->ns, "name", item->name, "errno", num(b, rc), NULL);
 	}
 	sf_obj_unref(item);
 	return stopping(r) || r->next != NEXT_NONE;
@@ -286,8 +309,8 @@ static void list_finish(sf_reflector *r, const char *rv)
 	r->synced = 1;
 	char b1[24], b2[24];
 	sf_log_info(LOGGER, "list applied", "resource", r->name, "resourceVersion", rv, "objects",
-		    num(b1, (long long)sf_store_len(r->store)), "deleted", num(b2, (long long)deleted),
-		    NULL);
+	            num(b1, (long long)sf_store_len(r->store)), "deleted",
+	            num(b2, (long long)deleted), NULL);
 	advance_rv(r, rv);
 	if (stopping(r))
 		return;
@@ -344,7 +367,7 @@ static void on_list_done(void *ud, const sf_kube_result *res)
 		/* the continue token (or its snapshot) expired: start over */
 		r->stats.gone++;
 		sf_log_info(LOGGER, "list page expired, listing again", "resource", r->name,
-			    "message", res->errmsg, NULL);
+		            "message", res->errmsg, NULL);
 		if (++r->gone_streak > 1)
 			backoff(r, NEXT_LIST);
 		else
@@ -369,27 +392,29 @@ static void list_start(sf_reflector *r)
 {
 	if (!r->cont) {
 		/* first page: a new replace pass */
-		if (r->listed_once)
-			r->stats.relists++;
-		r->listed_once = 1;
 		sf_store_replace_begin(r->store);
 		r->list_open = 1;
 	}
 	sf_kube_list_opts o = {
-		.label_selector = r->label_selector,
-		.field_selector = r->field_selector,
-		.limit = r->page_size > 0 ? r->page_size : 0,
-		.continue_token = r->cont,
-		.resource_version = "", /* quorum read: never older than the last write */
+	    .label_selector = r->label_selector,
+	    .field_selector = r->field_selector,
+	    .limit = r->page_size > 0 ? r->page_size : 0,
+	    .continue_token = r->cont,
+	    .resource_version = "", /* quorum read: never older than the last write */
 	};
 	r->state = ST_LISTING;
-	int rc = sf_kube_list(r->client, r->gvr, r->ns, &o, on_list_item, on_list_done, r, &r->call);
+	int rc =
+	    sf_kube_list(r->client, r->gvr, r->ns, &o, on_list_item, on_list_done, r, &r->call);
+	if (rc == -ESHUTDOWN) {
+		client_gone(r);
+		return;
+	}
 	if (rc) {
 		char b[24];
 		r->call = NULL;
 		r->stats.errors++;
 		sf_log_error(LOGGER, "cannot start list", "resource", r->name, "errno", num(b, rc),
-			     NULL);
+		             NULL);
 		free(r->cont);
 		r->cont = NULL;
 		sf_store_replace_abort(r->store);
@@ -413,14 +438,25 @@ static void watch_error_event(sf_reflector *r, sf_obj *st)
 		r->stats.gone++;
 		r->gone_streak++;
 		sf_log_info(LOGGER, "watch expired, listing again", "resource", r->name,
-			    "resourceVersion", r->watch_rv, "message", msg, NULL);
+		            "resourceVersion", r->watch_rv, "message", msg, NULL);
 		r->next = NEXT_LIST;
 		return;
 	}
 	r->stats.errors++;
 	sf_log_error(LOGGER, "watch error event", "resource", r->name, "code", num(b, code),
-		     "reason", reason, "message", msg, NULL);
+	             "reason", reason, "message", msg, NULL);
 	r->next = NEXT_WATCH_BACKOFF;
+}
+
+/* A watch restarted from an old resourceVersion may be answered from the
+ * API server's watch cache with a replay of history. An event carrying an
+ * older version of an object the store already holds newer would move the
+ * cache backwards; it is skipped (the replay catches up with the store). */
+static int is_stale(const sf_reflector *r, const sf_obj *obj)
+{
+	const sf_obj *cur = sf_store_get_ns(r->store, obj->ns, obj->name);
+	return cur && cur->uid[0] && strcmp(cur->uid, obj->uid) == 0 &&
+	       sf_rv_cmp(obj->rv, cur->rv) < 0;
 }
 
 static void apply_delete(sf_reflector *r, sf_obj *obj)
@@ -457,11 +493,17 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 	case SF_WATCH_ADDED:
 	case SF_WATCH_MODIFIED:
 		r->watch_events++;
+		if (is_stale(r, obj)) {
+			r->stats.stale_events++;
+			note_rv(r, obj->rv);
+			break;
+		}
 		r->stats.events++;
 		rc = sf_store_upsert(r->store, obj);
 		if (rc)
-			sf_log_error(LOGGER, "cannot store object", "resource", r->name, "namespace",
-				     obj->ns, "name", obj->name, "errno", num(b, rc), NULL);
+			sf_log_error(LOGGER, "cannot store object", "resource", r->name,
+			             "namespace", obj->ns, "name", obj->name, "errno", num(b, rc),
+			             NULL);
 		note_rv(r, obj->rv);
 		break;
 	case SF_WATCH_DELETED:
@@ -475,9 +517,7 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 		r->stats.bookmarks++;
 		note_rv(r, obj->rv);
 		break;
-	case SF_WATCH_ERROR:
-		watch_error_event(r, obj);
-		break;
+	case SF_WATCH_ERROR: watch_error_event(r, obj); break;
 	}
 	r->in_stream_cb = 0;
 	sf_obj_unref(obj);
@@ -498,6 +538,7 @@ static void on_watch_done(void *ud, const sf_kube_result *res)
 	int64_t lasted_ns = sf_mono_ns() - r->watch_start_ns;
 	char b1[24], b2[24];
 	if (next == NEXT_LIST) {
+		r->stats.relists++;
 		/* 410 twice in a row without a working watch: back off */
 		if (r->gone_streak > 1)
 			backoff(r, NEXT_LIST);
@@ -517,21 +558,23 @@ static void on_watch_done(void *ud, const sf_kube_result *res)
 		if (lasted_ns < SF_NSEC_PER_SEC && r->watch_events == 0) {
 			r->stats.errors++;
 			sf_log_warn(LOGGER, "very short watch", "resource", r->name,
-				    "resourceVersion", r->watch_rv, "ms",
-				    num(b1, lasted_ns / SF_NSEC_PER_MSEC), NULL);
+			            "resourceVersion", r->watch_rv, "ms",
+			            num(b1, lasted_ns / SF_NSEC_PER_MSEC), NULL);
 			backoff(r, NEXT_WATCH);
 			return;
 		}
 		r->gone_streak = 0;
 		sf_log_debug(LOGGER, "watch ended", "resource", r->name, "events",
-			     num(b1, (long long)r->watch_events), "resourceVersion", r->watch_rv, NULL);
+		             num(b1, (long long)r->watch_events), "resourceVersion", r->watch_rv,
+		             NULL);
 		watch_start(r);
 		return;
 	}
 	if (!res->err && sf_kube_is_expired(res)) {
 		r->stats.gone++;
-		sf_log_info(LOGGER, "watch resourceVersion gone, listing again", "resource", r->name,
-			    "resourceVersion", r->watch_rv, "message", res->errmsg, NULL);
+		r->stats.relists++;
+		sf_log_info(LOGGER, "watch resourceVersion gone, listing again", "resource",
+		            r->name, "resourceVersion", r->watch_rv, "message", res->errmsg, NULL);
 		if (++r->gone_streak > 1)
 			backoff(r, NEXT_LIST);
 		else
@@ -542,9 +585,9 @@ static void on_watch_done(void *ud, const sf_kube_result *res)
 		r->stats.errors++;
 		r->stats.decode_errors++;
 		sf_log_error(LOGGER, "malformed watch stream", "resource", r->name, "error",
-			     res->errmsg ? res->errmsg : "", "events",
-			     num(b1, (long long)r->watch_events), "resourceVersion", r->watch_rv,
-			     "errno", num(b2, res->err), NULL);
+		             res->errmsg ? res->errmsg : "", "events",
+		             num(b1, (long long)r->watch_events), "resourceVersion", r->watch_rv,
+		             "errno", num(b2, res->err), NULL);
 		backoff(r, NEXT_WATCH);
 		return;
 	}
@@ -563,36 +606,40 @@ static void watch_start(sf_reflector *r)
 	if (r->watch_max_s > r->watch_min_s)
 		to += (long)(rng_next(r) % (uint64_t)(r->watch_max_s - r->watch_min_s));
 	sf_kube_list_opts o = {
-		.label_selector = r->label_selector,
-		.field_selector = r->field_selector,
-		.resource_version = r->watch_rv,
-		.timeout_seconds = to,
-		.allow_bookmarks = 1,
+	    .label_selector = r->label_selector,
+	    .field_selector = r->field_selector,
+	    .resource_version = r->watch_rv,
+	    .timeout_seconds = to,
+	    .allow_bookmarks = 1,
 	};
 	r->state = ST_WATCHING;
 	r->watch_events = 0;
 	r->watch_start_ns = sf_mono_ns();
 	r->stats.watches++;
-	int rc = sf_kube_watch(r->client, r->gvr, r->ns, &o, on_watch_event, on_watch_done, r,
-			       &r->call);
+	int rc =
+	    sf_kube_watch(r->client, r->gvr, r->ns, &o, on_watch_event, on_watch_done, r, &r->call);
+	if (rc == -ESHUTDOWN) {
+		client_gone(r);
+		return;
+	}
 	if (rc) {
 		char b[24];
 		r->call = NULL;
 		r->stats.errors++;
 		sf_log_error(LOGGER, "cannot start watch", "resource", r->name, "errno", num(b, rc),
-			     NULL);
+		             NULL);
 		backoff(r, NEXT_WATCH);
 		return;
 	}
 	char b1[24];
 	sf_log_debug(LOGGER, "watching", "resource", r->name, "resourceVersion", r->watch_rv,
-		     "timeoutSeconds", num(b1, to), NULL);
+	             "timeoutSeconds", num(b1, to), NULL);
 }
 
 /* ---- public ---- */
 
 int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
-		     const sf_reflector_opts *opts, sf_reflector **out)
+                     const sf_reflector_opts *opts, sf_reflector **out)
 {
 	if (!loop || !client || !store || !opts || !opts->gvr || !opts->gvr->resource)
 		return -EINVAL;
@@ -669,7 +716,7 @@ void sf_reflector_free(sf_reflector *r)
 		/* Freeing a running reflector would leave callbacks pointing at
 		 * freed memory; leak it instead and say so. */
 		sf_log_error(LOGGER, "reflector freed while running; leaking it", "resource",
-			     r->name, NULL);
+		             r->name, NULL);
 		return;
 	}
 	free(r->ns);
@@ -712,9 +759,9 @@ int sf_reflector_relist(sf_reflector *r)
 	if (stopping(r))
 		return -ESHUTDOWN;
 	switch (r->state) {
-	case ST_IDLE:
-		return -EAGAIN;
+	case ST_IDLE: return -EAGAIN;
 	case ST_WAITING:
+		r->stats.relists++;
 		uv_timer_stop(r->timer);
 		r->wait_for = NEXT_NONE;
 		free(r->cont);
@@ -722,11 +769,13 @@ int sf_reflector_relist(sf_reflector *r)
 		list_start(r);
 		return 0;
 	case ST_LISTING:
-	case ST_WATCHING:
+		/* the list in flight restarts from its first page */
 		interrupt(r, NEXT_LIST);
 		return 0;
-	default:
-		return -ESHUTDOWN;
+	case ST_WATCHING:
+		interrupt(r, NEXT_LIST); /* counted when the watch has ended */
+		return 0;
+	default: return -ESHUTDOWN;
 	}
 }
 

@@ -31,7 +31,7 @@
 
 #include "steadfast/strmap.h"
 
-#define KEY_MAX 512 /* namespace (63) + '/' + name (253), with room to spare */
+#define KEY_MAX 512          /* namespace (63) + '/' + name (253), with room to spare */
 #define STRMAP_SLOT_BYTES 24 /* sizeof the map's slot, for the memory estimate */
 
 typedef struct bucket bucket;
@@ -55,7 +55,7 @@ struct store_index {
 	char *name;
 	sf_index_fn fn;
 	void *ud;
-	char *owned_ud; /* label key for label indexes */
+	char *owned_ud;    /* label key for label indexes */
 	sf_strmap *values; /* value -> bucket */
 };
 
@@ -68,7 +68,7 @@ struct entry {
 };
 
 struct sf_index_values {
-	sf_buf buf;   /* values, each NUL-terminated, back to back */
+	sf_buf buf; /* values, each NUL-terminated, back to back */
 	size_t n;
 };
 
@@ -335,9 +335,9 @@ static long collect_values(sf_store *s, const sf_obj *obj)
 }
 
 /* Builds and attaches a fresh node array for obj under entry e. On success
- * *nodes_out/*n_out are set; on failure nothing stays attached. */
+ * *nodes_out and *n_out are set; on failure nothing stays attached. */
 static int nodes_build(sf_store *s, entry *e, const sf_obj *obj, idx_node **nodes_out,
-		       uint32_t *n_out)
+                       uint32_t *n_out)
 {
 	*nodes_out = NULL;
 	*n_out = 0;
@@ -355,8 +355,8 @@ static int nodes_build(sf_store *s, entry *e, const sf_obj *obj, idx_node **node
 		return -ENOMEM;
 	for (long i = 0; i < np; i++) {
 		nodes[i].e = e;
-		int rc = node_attach(s, &s->indexes[s->pend[i].index], s->scratch.data + s->pend[i].off,
-				     &nodes[i]);
+		int rc = node_attach(s, &s->indexes[s->pend[i].index],
+		                     s->scratch.data + s->pend[i].off, &nodes[i]);
 		if (rc) {
 			nodes_detach(s, nodes, (size_t)i);
 			free(nodes);
@@ -538,10 +538,17 @@ static int obj_key(const sf_obj *obj, char *buf)
 	return n < 0 ? -EINVAL : n;
 }
 
+/* The API server gives every change a new resourceVersion, so the same UID
+ * and version is the same object, even when the bytes differ (LIST items
+ * come without kind and apiVersion, watch objects with them). Without a
+ * version, only identical bytes count as unchanged. */
 static int same_object(const sf_obj *a, const sf_obj *b)
 {
-	return a == b || (a->len == b->len && strcmp(a->rv, b->rv) == 0 &&
-			  memcmp(a->json, b->json, a->len) == 0);
+	if (a == b)
+		return 1;
+	if (a->rv[0] || b->rv[0])
+		return strcmp(a->rv, b->rv) == 0 && strcmp(a->uid, b->uid) == 0;
+	return a->len == b->len && memcmp(a->json, b->json, a->len) == 0;
 }
 
 static void remove_entry(sf_store *s, entry *e)
@@ -748,8 +755,7 @@ int sf_store_list(const sf_store *s, sf_obj ***out, size_t *n)
 	return 0;
 }
 
-static const bucket *find_bucket(const sf_store *s, const char *index, const char *value,
-				 int *err)
+static const bucket *find_bucket(const sf_store *s, const char *index, const char *value, int *err)
 {
 	store_index *idx = find_index(s, index);
 	if (!idx) {
@@ -761,7 +767,7 @@ static const bucket *find_bucket(const sf_store *s, const char *index, const cha
 }
 
 int sf_store_by_index(const sf_store *s, const char *index, const char *value, sf_obj ***out,
-		      size_t *n)
+                      size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -781,7 +787,7 @@ int sf_store_by_index(const sf_store *s, const char *index, const char *value, s
 }
 
 int sf_store_index_each(const sf_store *s, const char *index, const char *value,
-			sf_store_visit_fn fn, void *ud)
+                        sf_store_visit_fn fn, void *ud)
 {
 	int err;
 	const bucket *b = find_bucket(s, index, value, &err);
@@ -862,8 +868,8 @@ void sf_store_stats_get(const sf_store *s, sf_store_stats *out)
 	out->index_values = s->index_values;
 	out->index_entries = s->index_entries;
 	size_t own = sizeof(*s) + s->own_bytes + strmap_estimate(s->map) +
-		     s->nindexes * sizeof(store_index) + s->scratch.cap + s->iv.buf.cap +
-		     s->pend_cap * sizeof(pending);
+	             s->nindexes * sizeof(store_index) + s->scratch.cap + s->iv.buf.cap +
+	             s->pend_cap * sizeof(pending);
 	for (size_t i = 0; i < s->nindexes; i++)
 		own += strmap_estimate(s->indexes[i].values);
 	out->overhead_bytes = own;
