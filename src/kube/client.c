@@ -535,6 +535,8 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 	int stat_idx = hr->err ? 0 : (int)(hr->status / 100);
 	if (stat_idx >= 0 && stat_idx < 6)
 		c->stats.by_code[stat_idx]++;
+	if (hr->http_version == 2)
+		c->stats.http2_responses++;
 	if (hr->err == -ECANCELED && k->is_write)
 		c->stats.writes_cancelled++;
 

@@ -267,6 +267,8 @@ static void req_complete(sf_http_req *r, int err, const char *msg)
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (err && err != -ECANCELED && !r->stream_err)
 		status = status ? status : 0;
+	long hv = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &hv);
 	req_unlink(r);
 	h->active--;
 	sf_http_result res = {
@@ -277,6 +279,7 @@ static void req_complete(sf_http_req *r, int err, const char *msg)
 	    .content_type = r->content_type,
 	    .retry_after_s = r->retry_after_s,
 	    .total_s = (double)(sf_mono_ns() - r->start_ns) / 1e9,
+	    .http_version = hv == CURL_HTTP_VERSION_2_0 ? 2 : (hv ? 1 : 0),
 	};
 	if (r->on_done)
 		r->on_done(r->ud, &res);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "steadfast/client.h"
+#include "steadfast/http.h"
 #include "steadfast/time.h"
 #include "tl.h"
 
@@ -49,6 +50,12 @@ Test(client, server_version)
 	get_str(r.obj, "gitVersion", v, sizeof(v));
 	cr_expect(strncmp(v, "v1.", 3) == 0, "gitVersion %s", v);
 	tl_res_clear(&r);
+	/* Debian's libcurl has nghttp2: the API server is then spoken to in
+	 * HTTP/2, so watches and writes share one connection. */
+	sf_kube_client_stats st;
+	sf_kube_client_stats_get(K.client, &st);
+	cr_assert(sf_http_has_http2(), "this libcurl has no HTTP/2");
+	cr_assert_eq(st.http2_responses, 1, "the response did not come over HTTP/2");
 }
 
 Test(client, configmap_crud_conflict_patches_delete)
