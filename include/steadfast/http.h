@@ -42,6 +42,7 @@ typedef struct sf_http_result {
 	const char *content_type; /* or "" */
 	long retry_after_s;       /* Retry-After seconds, -1 if absent */
 	double total_s;           /* time from start to end */
+	int http_version;         /* 1 (HTTP/1.x) or 2 (HTTP/2); 0 without a response */
 } sf_http_result;
 
 typedef struct sf_http_request {
