@@ -586,6 +586,9 @@ static void http_handle_released(sf_http *h)
 static void http_finish_close(uv_timer_t *t)
 {
 	sf_http *h = t->data;
+	char n1[24], n2[24];
+	sf_log_debug("http", "closing", "requests", sf_log_int(n1, (long long)h->active), "handles",
+	             sf_log_int(n2, h->open_handles), NULL);
 	/* every request has completed; curl may still hold sockets: cleaning
 	 * up the multi handle makes it call socket_cb(REMOVE) for each. */
 	curl_multi_cleanup(h->multi);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/log.h"
 #include "steadfast/time.h"
 
 const char *tl_env(const char *key)
@@ -116,6 +117,10 @@ void tl_wait(uv_loop_t *loop, tl_res *r, long timeout_ms)
 void tl_kube_open(tl_kube *k, const char *kubeconfig, const sf_kube_client_opts *opts)
 {
 	char err[512];
+	const char *lvl = getenv("STEADFAST_LOG_LEVEL");
+	int level;
+	if (lvl && sf_log_parse_level(lvl, &level) == 0)
+		sf_log_set_level(level);
 	cr_assert_eq(uv_loop_init(&k->loop), 0);
 	const char *path = kubeconfig ? kubeconfig : tl_env("KUBECONFIG");
 	int rc = sf_kube_config_load(path, NULL, &k->cfg, err, sizeof(err));
