@@ -157,3 +157,22 @@ demo: all cluster-build
 
 clean:
 	rm -rf $(O) build-asan
+
+# --- election test programs (test/election) ---------------------------------
+# The C candidate and the client-go candidate the election integration tests
+# run as separate processes; the tests find them next to the test binary.
+ELECT_CANDIDATE := $(O)/test/election-candidate
+ELECT_CLIENTGO := $(O)/test/election-clientgo
+ELECT_CLIENTGO_SRCS := $(wildcard test/election/clientgo/*.go) test/election/clientgo/go.mod \
+	test/election/clientgo/go.sum
+
+$(ELECT_CANDIDATE): $(O)/test/election/candidate.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(ELECT_CLIENTGO): $(ELECT_CLIENTGO_SRCS)
+	@mkdir -p $(dir $@)
+	cd test/election/clientgo && CGO_ENABLED=0 go build -trimpath -o $(abspath $@) .
+
+INTEG_DEPS += $(ELECT_CANDIDATE) $(ELECT_CLIENTGO)
+integration: $(INTEG_DEPS)
