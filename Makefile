@@ -107,7 +107,7 @@ cluster-down:
 # Integration tests start their own control plane in a temp dir (and stop it
 # whatever the outcome) unless STEADFAST_CLUSTER_ENV points at a running one.
 integration: $(INTEG_BIN) $(BIN) cluster-build
-	@RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
+	@STEADFAST_BIN=$(BIN) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
 		$(INTEG_BIN) --jobs=1 $(CRITERION_ARGS)
 
 test: all

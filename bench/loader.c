@@ -71,16 +71,23 @@ static void pad(char *out, size_t n)
 static int setup(run *x, const char *ns, long count)
 {
 	const char *crd =
-		"{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
-		"\"metadata\":{\"name\":\"widgets." GROUP "\"},\"spec\":{\"group\":\"" GROUP "\",\"scope\":\"Namespaced\","
-		"\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\",\"kind\":\"Widget\",\"listKind\":\"WidgetList\"},"
-		"\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
-		"\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}]}}";
-	sf_kube_req r1 = {.method = "POST", .gvr = &SF_GVR_CRDS, .body = crd, .body_len = strlen(crd)};
+	    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+	    "\"metadata\":{\"name\":\"widgets." GROUP "\"},\"spec\":{\"group\":\"" GROUP
+	    "\",\"scope\":\"Namespaced\","
+	    "\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\",\"kind\":\"Widget\","
+	    "\"listKind\":\"WidgetList\"},"
+	    "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+	    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-"
+	    "fields\":true}}}]}}";
+	sf_kube_req r1 = {
+	    .method = "POST", .gvr = &SF_GVR_CRDS, .body = crd, .body_len = strlen(crd)};
 	one(x, &r1);
 	char nsb[256];
-	snprintf(nsb, sizeof(nsb), "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns);
-	sf_kube_req r2 = {.method = "POST", .gvr = &SF_GVR_NAMESPACES, .body = nsb, .body_len = strlen(nsb)};
+	snprintf(nsb, sizeof(nsb),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
+	         ns);
+	sf_kube_req r2 = {
+	    .method = "POST", .gvr = &SF_GVR_NAMESPACES, .body = nsb, .body_len = strlen(nsb)};
 	one(x, &r2);
 	drain(x, 0);
 	/* wait until the CRD is served: list until 200 (bounded) */
@@ -100,11 +107,17 @@ static int setup(run *x, const char *ns, long count)
 	for (long i = 0; i < count; i++) {
 		char body[1200];
 		snprintf(body, sizeof(body),
-			 "{\"apiVersion\":\"" GROUP "/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w-%06ld\","
-			 "\"labels\":{\"app\":\"bench\",\"shard\":\"s%ld\"}},\"spec\":{\"size\":%ld,\"owner\":\"team-%ld\","
-			 "\"filler\":\"%s\"}}",
-			 i, i % 16, i, i % 7, filler);
-		sf_kube_req r = {.method = "POST", .gvr = &widgets, .ns = ns, .body = body, .body_len = strlen(body)};
+		         "{\"apiVersion\":\"" GROUP
+		         "/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w-%06ld\","
+		         "\"labels\":{\"app\":\"bench\",\"shard\":\"s%ld\"}},\"spec\":{\"size\":%"
+		         "ld,\"owner\":\"team-%ld\","
+		         "\"filler\":\"%s\"}}",
+		         i, i % 16, i, i % 7, filler);
+		sf_kube_req r = {.method = "POST",
+		                 .gvr = &widgets,
+		                 .ns = ns,
+		                 .body = body,
+		                 .body_len = strlen(body)};
 		if (one(x, &r))
 			return 1;
 	}
@@ -120,14 +133,20 @@ static int update(run *x, const char *ns, long count, const char *round)
 	for (long i = 0; i < count; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "w-%06ld", i);
-		sf_kube_req r = {.method = "PATCH", .gvr = &widgets, .ns = ns, .name = name, .body = body,
-				 .body_len = strlen(body), .content_type = "application/merge-patch+json"};
+		sf_kube_req r = {.method = "PATCH",
+		                 .gvr = &widgets,
+		                 .ns = ns,
+		                 .name = name,
+		                 .body = body,
+		                 .body_len = strlen(body),
+		                 .content_type = "application/merge-patch+json"};
 		if (one(x, &r))
 			return 1;
 	}
 	drain(x, 0);
 	if (x->failed)
-		fprintf(stderr, "loader: %ld updates failed (last %d %s)\n", x->failed, x->last_status, x->last_msg);
+		fprintf(stderr, "loader: %ld updates failed (last %d %s)\n", x->failed,
+		        x->last_status, x->last_msg);
 	return x->failed ? 1 : 0;
 }
 

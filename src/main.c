@@ -5,6 +5,11 @@
  *   steadfast cluster-info [--kubeconfig PATH] [--context NAME]
  *       connects with the configured credentials and prints the API
  *       server's address and version (used by `make demo`).
+ *   steadfast lease status [--kubeconfig PATH] [--context NAME]
+ *                          [-n NAMESPACE] [--name LEASE] [-o text|json]
+ *       prints the election Lease as an operator needs it; the exit code
+ *       is 0 when it looks healthy, 1 expired, 2 held by nobody, 3 absent,
+ *       4 invalid, 5 when it could not be read.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +19,8 @@
 
 #include "steadfast/client.h"
 #include "steadfast/config.h"
+#include "steadfast/election.h"
+#include "steadfast/time.h"
 #include "steadfast/log.h"
 
 static void usage(FILE *f)
@@ -112,6 +119,109 @@ static int cmd_cluster_info(int argc, char **argv)
 	return x.rc;
 }
 
+#define DEFAULT_LEASE_NAME "f134c674.codeflare.dev"
+
+typedef struct lease_ctx {
+	int done;
+	int rc;
+	const char *ns, *name;
+	int json;
+} lease_ctx;
+
+static void on_lease(void *ud, const sf_kube_result *r)
+{
+	lease_ctx *x = ud;
+	x->done = 1;
+	if (!sf_kube_ok(r) && !sf_kube_is_not_found(r)) {
+		char buf[512];
+		fprintf(stderr, "steadfast: reading lease %s/%s: %s\n", x->ns, x->name,
+		        sf_kube_result_str(r, buf, sizeof(buf)));
+		x->rc = 5;
+		return;
+	}
+	sf_buf out;
+	sf_buf_init(&out, 0);
+	int v = sf_elect_status_format(x->ns, x->name, sf_kube_ok(r) ? r->obj : NULL, sf_wall_ns(),
+	                               x->json, &out);
+	if (v < 0) {
+		fprintf(stderr, "steadfast: %s\n", strerror(-v));
+		x->rc = 5;
+	} else {
+		fputs(out.data ? out.data : "", stdout);
+		if (out.len && out.data[out.len - 1] != '\n')
+			fputc('\n', stdout);
+		x->rc = v;
+	}
+	sf_buf_free(&out);
+}
+
+static int cmd_lease_status(int argc, char **argv)
+{
+	const char *kubeconfig = NULL, *context = NULL, *ns = NULL, *name = DEFAULT_LEASE_NAME;
+	int json = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char **dst = NULL;
+		if (!strcmp(a, "--kubeconfig"))
+			dst = &kubeconfig;
+		else if (!strcmp(a, "--context"))
+			dst = &context;
+		else if (!strcmp(a, "-n") || !strcmp(a, "--namespace"))
+			dst = &ns;
+		else if (!strcmp(a, "--name"))
+			dst = &name;
+		else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			if (i + 1 >= argc ||
+			    (strcmp(argv[i + 1], "json") && strcmp(argv[i + 1], "text"))) {
+				fprintf(stderr, "steadfast: %s takes text or json\n", a);
+				return 2;
+			}
+			json = !strcmp(argv[++i], "json");
+			continue;
+		} else {
+			fprintf(stderr, "steadfast: unknown flag %s\n", a);
+			usage(stderr);
+			return 2;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "steadfast: flag %s needs a value\n", a);
+			return 2;
+		}
+		*dst = argv[++i];
+	}
+	char err[1024];
+	sf_kube_config *cfg;
+	if (sf_kube_config_load(kubeconfig, context, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "steadfast: %s\n", err);
+		return 5;
+	}
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	sf_kube_client *c;
+	int rc = sf_kube_client_new(&loop, cfg, NULL, &c);
+	if (rc) {
+		fprintf(stderr, "steadfast: client: %s\n", strerror(-rc));
+		sf_kube_config_free(cfg);
+		return 5;
+	}
+	lease_ctx x = {.ns = ns ? ns : cfg->namespace, .name = name, .json = json};
+	sf_kube_req req = {
+	    .method = "GET", .gvr = &SF_GVR_LEASES, .ns = x.ns, .name = name, .timeout_ms = 10000};
+	rc = sf_kube_do(c, &req, on_lease, &x, NULL);
+	if (rc) {
+		fprintf(stderr, "steadfast: request: %s\n", strerror(-rc));
+		x.rc = 5;
+	} else {
+		while (!x.done && uv_run(&loop, UV_RUN_ONCE))
+			;
+	}
+	sf_kube_client_close(c, on_closed, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	sf_kube_config_free(cfg);
+	return x.rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -128,6 +238,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "cluster-info") == 0)
 		return cmd_cluster_info(argc - 2, argv + 2);
+	if (strcmp(argv[1], "lease") == 0 && argc >= 3 && strcmp(argv[2], "status") == 0)
+		return cmd_lease_status(argc - 3, argv + 3);
 	fprintf(stderr, "steadfast: unknown command %s\n", argv[1]);
 	usage(stderr);
 	return 2;

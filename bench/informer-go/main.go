@@ -50,6 +50,7 @@ func main() {
 	expect := flag.Int("expect", 0, "objects expected at sync")
 	updates := flag.Int("updates", 0, "updates to wait for after sync")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after")
+	strip := flag.String("strip-managed-fields", "false", "drop metadata.managedFields before caching (a transform)")
 	flag.Parse()
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -68,6 +69,20 @@ func main() {
 	gvr := schema.GroupVersionResource{Group: *group, Version: *version, Resource: *resource}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, *namespace, nil)
 	inf := f.ForResource(gvr).Informer()
+	impl := "client-go"
+	if *strip == "true" {
+		impl = "client-go+strip"
+		// What controller-runtime's TransformStripManagedFields does.
+		if err := inf.SetTransform(func(o interface{}) (interface{}, error) {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				u.SetManagedFields(nil)
+			}
+			return o, nil
+		}); err != nil {
+			fmt.Fprintln(os.Stderr, "transform:", err)
+			os.Exit(1)
+		}
+	}
 	var updatesSeen atomic.Int64
 	var firstUpdate, lastUpdate atomic.Int64
 	done := make(chan struct{})
@@ -116,7 +131,7 @@ func main() {
 		burstS = float64(lastUpdate.Load()-firstUpdate.Load()) / 1e9
 	}
 	out, _ := json.Marshal(map[string]interface{}{
-		"impl": "client-go", "objects": n, "sync_s": syncS, "updates": updatesSeen.Load(),
+		"impl": impl, "objects": n, "sync_s": syncS, "updates": updatesSeen.Load(),
 		"burst_s": burstS, "peak_rss_kib_synced": rssSynced, "peak_rss_kib": peakRSSKiB(),
 	})
 	fmt.Println(string(out))

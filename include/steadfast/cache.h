@@ -178,6 +178,7 @@ typedef struct sf_reflector_opts {
 	long backoff_reset_ms; /* a failure after this much calm restarts at initial; 0 = 120000 */
 	double backoff_jitter; /* delay += rand * jitter * delay; 0 = 1.0, < 0 = none */
 	const char *name;      /* for logs; NULL = resource name */
+	int strip_managed_fields; /* drop metadata.managedFields before storing */
 	/* Each time the newest seen resourceVersion advances (list end, watch
 	 * event, bookmark). */
 	void (*on_rv)(void *ud, const char *rv);

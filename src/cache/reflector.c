@@ -69,6 +69,7 @@ struct sf_reflector {
 	long watch_min_s, watch_max_s;
 	long backoff_initial_ms, backoff_max_ms, backoff_reset_ms;
 	double jitter;
+	int strip_managed_fields;
 	void (*on_rv)(void *ud, const char *rv);
 	void (*on_synced)(void *ud);
 	void *ud;
@@ -287,6 +288,8 @@ static int on_list_item(void *ud, sf_obj *item)
 		sf_obj_unref(item);
 		return 1;
 	}
+	if (r->strip_managed_fields)
+		item = sf_obj_strip_managed_fields(item);
 	r->in_stream_cb = 1;
 	int rc = sf_store_replace_item(r->store, item);
 	r->in_stream_cb = 0;
@@ -488,6 +491,8 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 	}
 	int rc;
 	char b[24];
+	if (r->strip_managed_fields && type != SF_WATCH_BOOKMARK && type != SF_WATCH_ERROR)
+		obj = sf_obj_strip_managed_fields(obj);
 	r->in_stream_cb = 1;
 	switch (type) {
 	case SF_WATCH_ADDED:
@@ -652,6 +657,7 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	r->store = store;
 	r->gvr = opts->gvr;
 	r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
+	r->strip_managed_fields = opts->strip_managed_fields;
 	r->watch_min_s = opts->watch_min_s > 0 ? opts->watch_min_s : 300;
 	r->watch_max_s = opts->watch_max_s > 0 ? opts->watch_max_s : 600;
 	if (r->watch_max_s < r->watch_min_s)

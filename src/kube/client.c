@@ -1159,6 +1159,7 @@ static void on_timer_closed(uv_handle_t *h)
 static void on_http_closed(void *ud)
 {
 	sf_kube_client *c = ud;
+	sf_log_debug("kube.client", "transport closed", NULL);
 	c->http_closed = 1;
 	/* queued calls never sent: complete them now */
 	while (c->calls_head)

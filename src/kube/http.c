@@ -491,8 +491,13 @@ int sf_http_start(sf_http *h, const sf_http_request *rq, sf_http_req **out)
 	                               : (long)CURL_HTTP_VERSION_2TLS);
 	if (rq->timeout_ms > 0)
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
-	if (h->ca_file)
+	if (h->ca_file) {
+		/* The cluster's CA replaces the system roots (as in client-go).
+		 * Without clearing CAPATH, GnuTLS would also load every
+		 * certificate in Debian's /etc/ssl/certs: ~9 MiB per process. */
 		curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file);
+		curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+	}
 	if (h->cert_file)
 		curl_easy_setopt(e, CURLOPT_SSLCERT, h->cert_file);
 	if (h->key_file)

@@ -742,3 +742,42 @@ size_t sf_obj_size(const sf_obj *o)
 	/* The strings follow the struct in order json, ns, name, uid, rv. */
 	return (size_t)(o->rv + strlen(o->rv) + 1 - (const char *)o);
 }
+
+sf_obj *sf_obj_strip_managed_fields(sf_obj *o)
+{
+	if (!o)
+		return NULL;
+	sf_jv meta = sf_jv_get(sf_obj_root(o), "metadata");
+	sf_jv_iter it = sf_jv_iter_init(meta);
+	sf_jv k, v;
+	const char *start = NULL, *stop = NULL;
+	while (sf_jv_next(&it, &k, &v)) {
+		if (sf_jv_streq(k, "managedFields")) {
+			start = k.p;
+			stop = v.p + v.n;
+			break;
+		}
+	}
+	if (!start)
+		return o;
+	const char *text = o->json, *end = o->json + o->len;
+	/* take one separating comma with the member: the one after it, or
+	 * the one before it when it is the last member */
+	if (stop < end && *stop == ',')
+		stop++;
+	else if (start > text && start[-1] == ',')
+		start--;
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	if (sf_buf_append(&b, text, (size_t)(start - text)) ||
+	    sf_buf_append(&b, stop, (size_t)(end - stop))) {
+		sf_buf_free(&b);
+		return o; /* out of memory: keep the object as it is */
+	}
+	sf_obj *n = sf_obj_new(b.data, b.len);
+	sf_buf_free(&b);
+	if (!n)
+		return o;
+	sf_obj_unref(o);
+	return n;
+}

@@ -559,3 +559,25 @@ Test(buf, detach_of_empty_buffer_is_an_empty_string)
 	cr_assert_eq(sf_buf_putc(&b, 'x'), -E2BIG, "the cap holds");
 	sf_buf_free(&b);
 }
+
+Test(json, strip_managed_fields_keeps_everything_else)
+{
+	const char *cases[][2] = {
+		{"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":{\"f:x\":{}}}],\"uid\":\"u\"},\"spec\":{}}",
+		 "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":{}}"},
+		{"{\"metadata\":{\"name\":\"a\",\"managedFields\":[]}}", "{\"metadata\":{\"name\":\"a\"}}"},
+		{"{\"metadata\":{\"managedFields\":[],\"name\":\"a\"}}", "{\"metadata\":{\"name\":\"a\"}}"},
+		{"{\"metadata\":{\"managedFields\":[]}}", "{\"metadata\":{}}"},
+		{"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"managedFields\":1}}",
+		 "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"managedFields\":1}}"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sf_obj *o = sf_obj_new(cases[i][0], strlen(cases[i][0]));
+		cr_assert_not_null(o);
+		sf_obj *s = sf_obj_strip_managed_fields(o);
+		cr_assert_str_eq(s->json, cases[i][1], "case %zu", i);
+		if (strcmp(cases[i][0], cases[i][1]) == 0)
+			cr_assert_eq(s, o, "unchanged objects are returned as they are");
+		sf_obj_unref(s);
+	}
+}
