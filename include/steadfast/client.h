@@ -209,7 +209,7 @@ typedef struct sf_kube_client_stats {
 	unsigned long retries_429;
 	unsigned long writes_refused; /* by the write gate */
 	unsigned long writes_cancelled;
-	unsigned long http2_responses;  /* responses that came over HTTP/2 */
+	unsigned long http2_responses; /* responses that came over HTTP/2 */
 } sf_kube_client_stats;
 void sf_kube_client_stats_get(const sf_kube_client *c, sf_kube_client_stats *out);
 
