@@ -42,10 +42,14 @@ if ! go_ok; then
 	tc="golang.org/toolchain@v0.0.1-go1.26.8.linux-amd64"
 	echo "deps: fetching Go toolchain module $tc" >&2
 	(cd /tmp && GOFLAGS=-mod=mod go mod download "$tc")
-	dir="$(go env GOMODCACHE)/$tc"
-	chmod +x "$dir"/bin/* "$dir"/pkg/tool/*/* 2>/dev/null || true
-	ln -sf "$dir/bin/go" /usr/local/bin/go
-	ln -sf "$dir/bin/gofmt" /usr/local/bin/gofmt
+	# Module files are read-only and not executable: install a copy.
+	dest=/usr/local/lib/steadfast-go1.26.8
+	rm -rf "$dest"
+	cp -r "$(go env GOMODCACHE)/$tc" "$dest"
+	chmod -R u+w "$dest"
+	chmod +x "$dest"/bin/* "$dest"/pkg/tool/*/*
+	ln -sf "$dest/bin/go" /usr/local/bin/go
+	ln -sf "$dest/bin/gofmt" /usr/local/bin/gofmt
 	hash -r
 	go_ok || { echo "deps: could not provide Go >= $need_go" >&2; exit 1; }
 fi
