@@ -29,6 +29,58 @@ static void usage(FILE *f)
 	           "       steadfast cluster-info [--kubeconfig PATH] [--context NAME]\n");
 }
 
+/* One request against the configured API server, for the one-shot
+ * commands: open (config + loop + client), run until the callback has set
+ * *done, close. Errors are printed; open and run return 0 or -1. */
+typedef struct oneshot {
+	sf_kube_config *cfg;
+	uv_loop_t loop;
+	sf_kube_client *c;
+} oneshot;
+
+static void on_closed(void *ud)
+{
+	(void)ud;
+}
+
+static int oneshot_open(oneshot *o, const char *kubeconfig, const char *context)
+{
+	char err[1024];
+	if (sf_kube_config_load(kubeconfig, context, &o->cfg, err, sizeof(err))) {
+		fprintf(stderr, "steadfast: %s\n", err);
+		return -1;
+	}
+	uv_loop_init(&o->loop);
+	int rc = sf_kube_client_new(&o->loop, o->cfg, NULL, &o->c);
+	if (rc) {
+		fprintf(stderr, "steadfast: client: %s\n", strerror(-rc));
+		uv_loop_close(&o->loop);
+		sf_kube_config_free(o->cfg);
+		return -1;
+	}
+	return 0;
+}
+
+static int oneshot_run(oneshot *o, const sf_kube_req *req, sf_kube_cb cb, void *ud, const int *done)
+{
+	int rc = sf_kube_do(o->c, req, cb, ud, NULL);
+	if (rc) {
+		fprintf(stderr, "steadfast: request: %s\n", strerror(-rc));
+		return -1;
+	}
+	while (!*done && uv_run(&o->loop, UV_RUN_ONCE))
+		;
+	return 0;
+}
+
+static void oneshot_close(oneshot *o)
+{
+	sf_kube_client_close(o->c, on_closed, NULL);
+	uv_run(&o->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&o->loop);
+	sf_kube_config_free(o->cfg);
+}
+
 typedef struct info_ctx {
 	int done;
 	int rc;
@@ -53,11 +105,6 @@ static void on_version(void *ud, const sf_kube_result *r)
 	printf("Server version: %s (%s)\n", ver, plat);
 	printf("Credentials: %s (context %s, namespace %s)\n", x->cfg->source,
 	       x->cfg->context && *x->cfg->context ? x->cfg->context : "-", x->cfg->namespace);
-}
-
-static void on_closed(void *ud)
-{
-	(void)ud;
 }
 
 static int cmd_cluster_info(int argc, char **argv)
@@ -86,36 +133,14 @@ static int cmd_cluster_info(int argc, char **argv)
 			return 2;
 		}
 	}
-	char err[1024];
-	sf_kube_config *cfg;
-	int rc = sf_kube_config_load(kubeconfig, context, &cfg, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "steadfast: %s\n", err);
+	oneshot o;
+	if (oneshot_open(&o, kubeconfig, context))
 		return 1;
-	}
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	sf_kube_client *c;
-	rc = sf_kube_client_new(&loop, cfg, NULL, &c);
-	if (rc) {
-		fprintf(stderr, "steadfast: client: %s\n", strerror(-rc));
-		sf_kube_config_free(cfg);
-		return 1;
-	}
-	info_ctx x = {.cfg = cfg};
+	info_ctx x = {.cfg = o.cfg};
 	sf_kube_req req = {.method = "GET", .path = "/version", .timeout_ms = 10000};
-	rc = sf_kube_do(c, &req, on_version, &x, NULL);
-	if (rc) {
-		fprintf(stderr, "steadfast: request: %s\n", strerror(-rc));
+	if (oneshot_run(&o, &req, on_version, &x, &x.done))
 		x.rc = 1;
-	} else {
-		while (!x.done && uv_run(&loop, UV_RUN_ONCE))
-			;
-	}
-	sf_kube_client_close(c, on_closed, NULL);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
-	sf_kube_config_free(cfg);
+	oneshot_close(&o);
 	return x.rc;
 }
 
@@ -189,36 +214,15 @@ static int cmd_lease_status(int argc, char **argv)
 		}
 		*dst = argv[++i];
 	}
-	char err[1024];
-	sf_kube_config *cfg;
-	if (sf_kube_config_load(kubeconfig, context, &cfg, err, sizeof(err))) {
-		fprintf(stderr, "steadfast: %s\n", err);
+	oneshot o;
+	if (oneshot_open(&o, kubeconfig, context))
 		return 5;
-	}
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	sf_kube_client *c;
-	int rc = sf_kube_client_new(&loop, cfg, NULL, &c);
-	if (rc) {
-		fprintf(stderr, "steadfast: client: %s\n", strerror(-rc));
-		sf_kube_config_free(cfg);
-		return 5;
-	}
-	lease_ctx x = {.ns = ns ? ns : cfg->namespace, .name = name, .json = json};
+	lease_ctx x = {.ns = ns ? ns : o.cfg->namespace, .name = name, .json = json};
 	sf_kube_req req = {
 	    .method = "GET", .gvr = &SF_GVR_LEASES, .ns = x.ns, .name = name, .timeout_ms = 10000};
-	rc = sf_kube_do(c, &req, on_lease, &x, NULL);
-	if (rc) {
-		fprintf(stderr, "steadfast: request: %s\n", strerror(-rc));
+	if (oneshot_run(&o, &req, on_lease, &x, &x.done))
 		x.rc = 5;
-	} else {
-		while (!x.done && uv_run(&loop, UV_RUN_ONCE))
-			;
-	}
-	sf_kube_client_close(c, on_closed, NULL);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
-	sf_kube_config_free(cfg);
+	oneshot_close(&o);
 	return x.rc;
 }
 
