@@ -175,4 +175,6 @@ $(ELECT_CLIENTGO): $(ELECT_CLIENTGO_SRCS)
 	cd test/election/clientgo && CGO_ENABLED=0 go build -trimpath -o $(abspath $@) .
 
 INTEG_DEPS += $(ELECT_CANDIDATE) $(ELECT_CLIENTGO)
+# the election failover benchmark runs both candidates (tools/bench_election.py)
+bench: $(ELECT_CANDIDATE) $(ELECT_CLIENTGO)
 integration: $(INTEG_DEPS)

@@ -2,6 +2,8 @@
 # make bench: runs the benchmarks against a fresh local control plane and
 # writes docs/benchmarks.md. Every comparison is measured in the same run,
 # on the same API server, one implementation after the other, alternating.
+# BENCH_PARTS=informer|election|all (default all) runs one part; the
+# section of a part not run is kept from the existing docs/benchmarks.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-build}
@@ -10,9 +12,18 @@ if [ -z "${STEADFAST_CLUSTER_ENV:-}" ]; then
 fi
 # shellcheck disable=SC1090
 set -a; . "$STEADFAST_CLUSTER_ENV"; set +a
+PARTS=${BENCH_PARTS:-all}
+case $PARTS in
+informer | election | all) ;;
+*) echo "bench: BENCH_PARTS must be informer, election or all" >&2; exit 2 ;;
+esac
 OBJECTS=${BENCH_OBJECTS:-10000}
 ROUNDS=${BENCH_ROUNDS:-2}
+TRIALS=${BENCH_TRIALS:-20}
 out=$(mktemp -d /tmp/steadfast-bench.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+bench_informer() {
 echo "bench: building the client-go informer program"
 (cd "$here/bench/informer-go" && CGO_ENABLED=0 go build -trimpath -o "$here/$O/bench/informer-go" .)
 ns=bench
@@ -47,7 +58,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	run_one client-go+strip "$r"
 done
 
-python3 - "$out/results.jsonl" "$here/docs/benchmarks.md" "$OBJECTS" "$ROUNDS" <<'PY'
+python3 - "$out/results.jsonl" "$out/informer.md" "$OBJECTS" "$ROUNDS" <<'PY'
 import json, sys, statistics, datetime, os, subprocess
 res = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 objects, rounds = int(sys.argv[3]), sys.argv[4]
@@ -122,4 +133,33 @@ doc += "```\n"
 open(sys.argv[2], "w").write(doc)
 print(doc)
 PY
-rm -rf "$out"
+}
+
+bench_election() {
+	echo "bench: leader-election failover, $TRIALS trials per implementation and scenario"
+	python3 "$here/tools/bench_election.py" run --kubeconfig "$KUBECONFIG" \
+		--candidate "$here/$O/test/election-candidate" --clientgo "$here/$O/test/election-clientgo" \
+		--trials "$TRIALS" --logdir "$out" --out "$out/election.jsonl"
+	python3 "$here/tools/bench_election.py" report "$out/election.jsonl" "$out/election.md"
+}
+
+case $PARTS in informer | all) bench_informer ;; esac
+case $PARTS in election | all) bench_election ;; esac
+
+# docs/benchmarks.md: the informer part (everything before the election
+# section), then the election section; a part not run now is kept as is.
+python3 - "$here/docs/benchmarks.md" "$out/informer.md" "$out/election.md" <<'PY'
+import os, sys
+doc, inf, ele = sys.argv[1:4]
+marker = "## Leader election: failover"
+old = open(doc).read() if os.path.exists(doc) else ""
+head, sep, tail = old.partition(marker)
+old_ele = sep + tail if sep else ""
+head = open(inf).read() if os.path.exists(inf) else head
+ele = open(ele).read() if os.path.exists(ele) else old_ele
+text = head.rstrip("\n") + "\n"
+if ele:
+    text += "\n" + ele.rstrip("\n") + "\n"
+open(doc, "w").write(text)
+PY
+echo "bench: wrote docs/benchmarks.md"

@@ -10,6 +10,9 @@
 //	<ms> LEADING term=<n>
 //	<ms> STOPPED term=<n> reason=<text>
 //	<ms> WRITE ok|error n=<count>
+//	<ms> RENEWED at=<ms>     (with --print-renews: each successful write of
+//	                          the record while holding it, acquire included;
+//	                          at = when the request was sent)
 //	<ms> RELEASED err=0
 //	<ms> EXIT
 //
@@ -65,6 +68,7 @@ func main() {
 	retryMs := flag.Int("retry-period", 2000, "retry period, ms")
 	workCM := flag.String("work-configmap", "", "ConfigMap to patch while leading")
 	workMs := flag.Int("work-interval", 100, "leader work interval, ms")
+	printRenews := flag.Bool("print-renews", false, "print each successful renew")
 	dieWithParent := flag.Bool("die-with-parent", false, "get SIGKILL when the parent dies")
 	flag.Parse()
 	if *dieWithParent {
@@ -102,10 +106,13 @@ func main() {
 	term := 0
 	for ctx.Err() == nil {
 		leading := false
-		lock := &resourcelock.LeaseLock{
+		var lock resourcelock.Interface = &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: *ns, Name: *name},
 			Client:     cs.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: *identity},
+		}
+		if *printRenews {
+			lock = renewPrinter{lock}
 		}
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 			Lock:            lock,
@@ -141,6 +148,31 @@ func main() {
 	// RunOrDie released the lease (ReleaseOnCancel) before returning
 	out("RELEASED err=0")
 	out("EXIT")
+}
+
+// renewPrinter wraps a lock and prints each successful Create or Update
+// that holds the lease (the release, which clears the holder, is not a
+// renew), stamped with the time the request was sent.
+type renewPrinter struct {
+	resourcelock.Interface
+}
+
+func (r renewPrinter) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	t := monoMs()
+	err := r.Interface.Create(ctx, ler)
+	if err == nil && ler.HolderIdentity != "" {
+		out("RENEWED at=%.3f", t)
+	}
+	return err
+}
+
+func (r renewPrinter) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	t := monoMs()
+	err := r.Interface.Update(ctx, ler)
+	if err == nil && ler.HolderIdentity != "" {
+		out("RENEWED at=%.3f", t)
+	}
+	return err
 }
 
 // work patches a ConfigMap every interval until the leader context ends.
