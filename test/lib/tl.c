@@ -65,6 +65,10 @@ int tl_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeo
 	cr_assert(t);
 	uv_timer_init(loop, t);
 	t->data = &d;
+	/* The loop's clock is only refreshed while it runs: after the test
+	 * spent time elsewhere (another loop, a blocking call) it is stale,
+	 * and the deadline would fire at once. */
+	uv_update_time(loop);
 	uv_timer_start(t, on_deadline, (uint64_t)timeout_ms, 0);
 	while (!pred(ud) && !d.fired)
 		uv_run(loop, UV_RUN_ONCE);
