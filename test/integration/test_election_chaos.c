@@ -393,6 +393,30 @@ static ep_proc *start(const char *id, const char *lease, const char *kubeconfig)
 
 /* ---- tests ---- */
 
+/* Exclusivity seen both ways: the candidates' own lines, and every write
+ * in the API server's audit log inside its writer's leadership interval.
+ * Returns the audit records read (*out, the caller frees) and fills acqs
+ * with the intervals found on lease. */
+static size_t check_exclusive(ep_proc **ps, const char *lease, aud **out, acq *acqs, size_t maxacq,
+                              size_t *na)
+{
+	char msg[512];
+	int rc = ep_check_exclusive(ps, NREP, RENEW_MS, msg, sizeof(msg));
+	if (rc)
+		ep_dump(ps, NREP);
+	cr_assert_eq(rc, 0, "candidates' own lines: %s", msg);
+	audit_sync();
+	size_t n = audit_read(out);
+	rc = audit_check(*out, n, lease, acqs, maxacq, na, msg, sizeof(msg));
+	if (rc) {
+		ep_dump(ps, NREP);
+		audit_dump(*out, n);
+	}
+	cr_assert_eq(rc, 0, "audit log: %s", msg);
+	fprintf(stderr, "chaos: audit log: %s\n", msg);
+	return n;
+}
+
 Test(x_election_chaos, one_writer_at_a_time_through_handovers_per_the_audit_log)
 {
 	ep_proc *ps[NREP];
@@ -452,24 +476,10 @@ Test(x_election_chaos, one_writer_at_a_time_through_handovers_per_the_audit_log)
 	cr_assert_eq(ep_wait_exit(&K.loop, lead[2], 5000), 0, "%s did not exit", ep_id(lead[2]));
 	cr_assert_eq(ep_wait_exit(&K.loop, lead[1], 5000), 0);
 
-	char msg[512];
-	int rc = ep_check_exclusive(ps, NREP, RENEW_MS, msg, sizeof(msg));
-	if (rc)
-		ep_dump(ps, NREP);
-	cr_assert_eq(rc, 0, "candidates' own lines: %s", msg);
-
-	audit_sync();
 	aud *a;
-	size_t n = audit_read(&a);
 	acq acqs[32];
 	size_t na;
-	rc = audit_check(a, n, "chaos", acqs, 32, &na, msg, sizeof(msg));
-	if (rc) {
-		ep_dump(ps, NREP);
-		audit_dump(a, n);
-	}
-	cr_assert_eq(rc, 0, "audit log: %s", msg);
-	fprintf(stderr, "chaos: audit log: %s\n", msg);
+	check_exclusive(ps, "chaos", &a, acqs, 32, &na);
 	cr_assert_eq(na, 3, "%zu leadership intervals in the audit log, expected 3", na);
 	for (size_t k = 0; k < na; k++) {
 		cr_assert_str_eq(acqs[k].who, ep_id(lead[k]), "holder %zu", k);
@@ -601,24 +611,11 @@ Test(x_election_chaos, cut_off_leader_fences_before_another_acquires_and_rejoins
 	cr_assert_eq(leading, 1, "%d leaders", leading);
 
 	/* the API server's view */
-	char msg[512];
-	int rc = ep_check_exclusive(ps, NREP, RENEW_MS, msg, sizeof(msg));
-	if (rc)
-		ep_dump(ps, NREP);
-	cr_assert_eq(rc, 0, "candidates' own lines: %s", msg);
-	audit_sync();
 	double off = real_minus_mono_ms();
 	aud *a;
-	size_t na_ = audit_read(&a);
 	acq acqs[32];
 	size_t na;
-	rc = audit_check(a, na_, "chaos-cut", acqs, 32, &na, msg, sizeof(msg));
-	if (rc) {
-		ep_dump(ps, NREP);
-		audit_dump(a, na_);
-	}
-	cr_assert_eq(rc, 0, "audit log: %s", msg);
-	fprintf(stderr, "chaos: audit log: %s\n", msg);
+	size_t na_ = check_exclusive(ps, "chaos-cut", &a, acqs, 32, &na);
 	cr_assert_eq(na, 2, "%zu leadership intervals in the audit log, expected 2", na);
 	cr_assert_str_eq(acqs[0].who, ep_id(cut));
 	cr_assert_str_eq(acqs[1].who, ep_id(next));
