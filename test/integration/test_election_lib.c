@@ -27,7 +27,7 @@ struct ep_proc {
 	char id[160];
 	char logpath[PATH_MAX + 64];
 	sf_buf partial;
-	ep_line *lines;
+	ep_line **lines; /* each line its own allocation: pointers handed out stay valid */
 	size_t n, cap;
 	int exited, handles_open;
 	int64_t exit_status;
@@ -64,8 +64,9 @@ static void add_line(ep_proc *p, const char *s, size_t len)
 		p->lines = realloc(p->lines, p->cap * sizeof(*p->lines));
 		cr_assert(p->lines);
 	}
-	ep_line *l = &p->lines[p->n];
-	memset(l, 0, sizeof(*l));
+	ep_line *l = calloc(1, sizeof(*l));
+	cr_assert(l);
+	p->lines[p->n] = l;
 	char *text = strndup(s, len);
 	cr_assert(text);
 	char *end;
@@ -230,22 +231,22 @@ size_t ep_nlines(const ep_proc *p)
 
 const ep_line *ep_line_at(const ep_proc *p, size_t i)
 {
-	return i < p->n ? &p->lines[i] : NULL;
+	return i < p->n ? p->lines[i] : NULL;
 }
 
 const ep_line *ep_find(const ep_proc *p, const char *ev, double after_ms)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (p->lines[i].ms > after_ms && strcmp(p->lines[i].ev, ev) == 0)
-			return &p->lines[i];
+		if (p->lines[i]->ms > after_ms && strcmp(p->lines[i]->ev, ev) == 0)
+			return p->lines[i];
 	return NULL;
 }
 
 const ep_line *ep_find_last(const ep_proc *p, const char *ev)
 {
 	for (size_t i = p->n; i-- > 0;)
-		if (strcmp(p->lines[i].ev, ev) == 0)
-			return &p->lines[i];
+		if (strcmp(p->lines[i]->ev, ev) == 0)
+			return p->lines[i];
 	return NULL;
 }
 
@@ -354,7 +355,7 @@ int ep_check_exclusive(ep_proc **ps, size_t n, double renew_deadline_ms, char *m
 		ep_proc *p = ps[k];
 		double from = -1, last_renew = -1;
 		for (size_t i = 0; i < p->n && ni < 256; i++) {
-			const ep_line *l = &p->lines[i];
+			const ep_line *l = p->lines[i];
 			if (strcmp(l->ev, "RENEWED") == 0)
 				last_renew = ep_field(l, "at=");
 			if (strcmp(l->ev, "LEADING") == 0 && from < 0) {
@@ -388,9 +389,9 @@ void ep_dump(ep_proc **ps, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		fprintf(stderr, "--- %s (log %s)\n", ps[k]->id, ps[k]->logpath);
 		for (size_t i = 0; i < ps[k]->n; i++)
-			if (strcmp(ps[k]->lines[i].ev, "WRITE") != 0)
-				fprintf(stderr, "  %.3f %s %s\n", ps[k]->lines[i].ms,
-				        ps[k]->lines[i].ev, ps[k]->lines[i].text);
+			if (strcmp(ps[k]->lines[i]->ev, "WRITE") != 0)
+				fprintf(stderr, "  %.3f %s %s\n", ps[k]->lines[i]->ms,
+				        ps[k]->lines[i]->ev, ps[k]->lines[i]->text);
 	}
 }
 
@@ -421,8 +422,10 @@ void ep_cleanup(uv_loop_t *loop)
 	tl_run_until_fn(loop, all_closed, NULL, 10000);
 	for (size_t i = 0; i < nprocs; i++) {
 		ep_proc *p = procs[i];
-		for (size_t j = 0; j < p->n; j++)
-			free(p->lines[j].text);
+		for (size_t j = 0; j < p->n; j++) {
+			free(p->lines[j]->text);
+			free(p->lines[j]);
+		}
 		free(p->lines);
 		sf_buf_free(&p->partial);
 		if (p->handles_open <= 0)
