@@ -307,8 +307,14 @@ int ep_leading(const ep_proc *p)
 {
 	if (p->exited)
 		return 0;
-	const ep_line *l = ep_find_last(p, "LEADING"), *s = ep_find_last(p, "STOPPED");
-	return l && (!s || s < l);
+	/* leading if the last of its LEADING/STOPPED lines is a LEADING */
+	for (size_t i = p->n; i-- > 0;) {
+		if (strcmp(p->lines[i]->ev, "LEADING") == 0)
+			return 1;
+		if (strcmp(p->lines[i]->ev, "STOPPED") == 0)
+			return 0;
+	}
+	return 0;
 }
 
 void ep_kill(ep_proc *p, int sig)
