@@ -124,6 +124,17 @@ static void call_unlink(sf_kube_call *k)
 	k->prev = k->next = NULL;
 }
 
+/* Queues k last in the client's FIFO of live calls. */
+static void call_append(sf_kube_client *c, sf_kube_call *k)
+{
+	k->prev = c->calls_tail;
+	if (c->calls_tail)
+		c->calls_tail->next = k;
+	else
+		c->calls_head = k;
+	c->calls_tail = k;
+}
+
 static void call_free(sf_kube_call *k)
 {
 	free(k->method);
@@ -762,12 +773,7 @@ int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *u
 	                            .name = k->name,
 	                            .subresource = k->sub,
 	                            .path = NULL};
-	k->prev = c->calls_tail;
-	if (c->calls_tail)
-		c->calls_tail->next = k;
-	else
-		c->calls_head = k;
-	c->calls_tail = k;
+	call_append(c, k);
 	schedule(c, 0);
 	if (out)
 		*out = k;
@@ -1097,12 +1103,7 @@ int sf_kube_resolve(sf_kube_client *c, const char *api_version, const char *kind
 		k->c = c;
 		k->cb = on_discovery;
 		k->ud = x;
-		k->prev = c->calls_tail;
-		if (c->calls_tail)
-			c->calls_tail->next = k;
-		else
-			c->calls_head = k;
-		c->calls_tail = k;
+		call_append(c, k);
 		call_fail_later(k, 0, "");
 		return 0;
 	}

@@ -265,8 +265,6 @@ static void req_complete(sf_http_req *r, int err, const char *msg)
 		r->in_multi = 0;
 	}
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (err && err != -ECANCELED && !r->stream_err)
-		status = status ? status : 0;
 	long hv = 0;
 	curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &hv);
 	req_unlink(r);
