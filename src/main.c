@@ -12,6 +12,7 @@
  *       4 invalid, 5 when it could not be read.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,8 @@ static int cmd_lease_status(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* a peer that closed its socket must be an EPIPE error, not a kill */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
