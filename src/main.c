@@ -1,7 +1,9 @@
 /*
  * main.c - the steadfast command: a thin layer of flags over the library.
  *
- *   steadfast --version
+ *   steadfast [flags]
+ *       runs the AppWrapper controller (see manager.h for the flags);
+ *       --version and --help print and exit.
  *   steadfast cluster-info [--kubeconfig PATH] [--context NAME]
  *       connects with the configured credentials and prints the API
  *       server's address and version (used by `make demo`).
@@ -23,11 +25,35 @@
 #include "steadfast/election.h"
 #include "steadfast/time.h"
 #include "steadfast/log.h"
+#include "steadfast/manager.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: steadfast --version\n"
-	           "       steadfast cluster-info [--kubeconfig PATH] [--context NAME]\n");
+	fputs(sf_mgr_usage(), f);
+}
+
+/* No subcommand: run the controller. */
+static int cmd_run(int argc, char **argv)
+{
+	sf_mgr_opts o;
+	static sf_mgr_flags st; /* o points into it for the whole run */
+	char err[600];
+	int rc = sf_mgr_flags_parse(argc, argv, &o, &st, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "steadfast: %s (see steadfast --help)\n", err);
+		return 2;
+	}
+	if (st.want_help) {
+		usage(stdout);
+		return 0;
+	}
+	if (st.want_version) {
+		printf("steadfast %s\n", SF_VERSION);
+		return 0;
+	}
+	if (st.log_level_set)
+		sf_log_set_level(st.log_level);
+	return sf_mgr_run(&o);
 }
 
 /* One request against the configured API server, for the one-shot
@@ -231,16 +257,10 @@ int main(int argc, char **argv)
 {
 	/* a peer that closed its socket must be an EPIPE error, not a kill */
 	signal(SIGPIPE, SIG_IGN);
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+	if (argc < 2 || argv[1][0] == '-')
+		return cmd_run(argc, argv); /* flags only: the controller (or --help, --version) */
+	if (strcmp(argv[1], "version") == 0) {
 		printf("steadfast %s\n", SF_VERSION);
-		return 0;
-	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		usage(stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "cluster-info") == 0)

@@ -1,0 +1,193 @@
+/*
+ * awphase.h - the AppWrapper phase machine, as a pure function.
+ *
+ * sf_awp_step takes one AppWrapper, what the controller observed about its
+ * components and pods (from its caches, its own memory of creates and
+ * deletes, and live reads it was asked to make), the settings and the time,
+ * and returns a plan: the new status, a metadata patch, events, actions and
+ * when to look again. It does no I/O, so every rule - including the guards
+ * that keep a stale cache from failing a workload - is tested from a
+ * snapshot (test/unit/test_awphase.c). The controller (controller.h) runs
+ * plans against the API.
+ *
+ * Timers are measured, as upstream does, from conditions' lastTransitionTime
+ * (wall clock, kept in the AppWrapper's status), so a restart or a failover
+ * neither resets nor shortens them.
+ */
+#ifndef STEADFAST_AWPHASE_H
+#define STEADFAST_AWPHASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "steadfast/awconfig.h"
+#include "steadfast/jdoc.h"
+#include "steadfast/json.h"
+
+#define SF_AW_GROUP "workload.codeflare.dev"
+#define SF_AW_API_VERSION "workload.codeflare.dev/v1beta2"
+#define SF_AW_FINALIZER "workload.codeflare.dev/finalizer"
+#define SF_AW_LABEL "workload.codeflare.dev/appwrapper"
+#define SF_AW_CONTROLLER_NAME "workload.codeflare.dev/appwrapper-controller"
+#define SF_AW_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
+
+typedef enum {
+	SF_AW_EMPTY = 0,
+	SF_AW_SUSPENDED,
+	SF_AW_RESUMING,
+	SF_AW_RUNNING,
+	SF_AW_RESETTING,
+	SF_AW_SUSPENDING,
+	SF_AW_SUCCEEDED,
+	SF_AW_FAILED,
+	SF_AW_TERMINATING,
+	SF_AW_NPHASES,
+	SF_AW_PHASE_INVALID = -1,
+} sf_aw_phase;
+
+const char *sf_aw_phase_name(sf_aw_phase p); /* "" for Empty */
+sf_aw_phase sf_aw_phase_parse(sf_jv s);      /* absent/"" = Empty */
+
+/* ---- conditions (metav1.Condition list in an sf_jd array) ---- */
+
+typedef struct sf_aw_cond {
+	int present;
+	const char *status; /* "True" "False" "Unknown" (borrowed) */
+	const char *reason;
+	const char *message;
+	int64_t ltt_ms; /* lastTransitionTime, 0 if absent/unparseable */
+} sf_aw_cond;
+
+/* Finds type in conds (an array); out->present 0 if absent. */
+void sf_aw_cond_get(const sf_jd *conds, const char *type, sf_aw_cond *out);
+int sf_aw_cond_true(const sf_jd *conds, const char *type);
+/* meta.SetStatusCondition: adds, or updates status/reason/message;
+ * lastTransitionTime becomes now only when the status changes (or the
+ * condition is new). Returns 1 if anything changed, 0 if not, -ENOMEM. */
+int sf_aw_cond_set(sf_jd *conds, const char *type, const char *status, const char *reason,
+                   const char *message, int64_t now_ms, int64_t generation);
+
+/* ---- what the controller observed ---- */
+
+typedef enum {
+	/* not in the cache, and no create of ours is waiting to be seen */
+	SF_AWP_COMP_ABSENT = 0,
+	/* in the cache */
+	SF_AWP_COMP_PRESENT,
+	/* created by us, not yet delivered to the cache (an expectation) */
+	SF_AWP_COMP_PENDING,
+} sf_awp_comp_state;
+
+typedef enum {
+	SF_AWP_CREATE_NONE = 0,
+	SF_AWP_CREATE_OK,        /* created, or already there and ours (adopted) */
+	SF_AWP_CREATE_RETRYABLE, /* e.g. a transport error or a 5xx */
+	SF_AWP_CREATE_FATAL,     /* invalid, unknown kind, owned by someone else */
+} sf_awp_create_outcome;
+
+typedef enum {
+	SF_AWP_LIVE_NONE = 0,
+	SF_AWP_LIVE_FOUND,   /* a live GET found it (not deleting, or deleting by us) */
+	SF_AWP_LIVE_MISSING, /* a live GET: NotFound, or deletionTimestamp not ours */
+} sf_awp_live;
+
+typedef struct sf_awp_comp {
+	sf_awp_comp_state state;
+	int deleting; /* PRESENT with a deletionTimestamp */
+	int failed;   /* its own controller reports Failed=True */
+	/* wall ms when this replica last saw it created or present; 0 = not
+	 * in this replica's memory (then the component's ResourcesDeployed
+	 * transition time in status counts) */
+	int64_t confirmed_ms;
+	sf_awp_live live; /* last live GET since the component went absent */
+	sf_awp_create_outcome create;
+	const char *create_msg; /* for RETRYABLE/FATAL */
+	/* delete results: the last DELETE found nothing (or only a foreign
+	 * object of that name) */
+	int delete_gone;
+} sf_awp_comp;
+
+typedef struct sf_awp_pods {
+	int32_t pending, running, succeeded, failed;
+	int32_t total; /* labelled pods present (deleting ones included) */
+	int terminal_failure;
+	/* the first failed pod, for the Unhealthy message and the event */
+	int have_fail;
+	char fail_pod[254];
+	char fail_container[64];
+	char fail_reason[64];
+	char fail_message[256]; /* start of the termination message */
+	int fail_exit_code;
+} sf_awp_pods;
+
+/* Adds one pod (a cached object) to the summary: phase counts, terminal
+ * exit codes per the settings, first failure details. */
+void sf_awp_pods_add(sf_awp_pods *p, sf_jv pod, const sf_aw_settings *s);
+
+typedef struct sf_awp_input {
+	sf_jv aw; /* the AppWrapper as cached */
+	const sf_aw_config *cfg;
+	const sf_aw_settings *s;
+	int64_t now_ms; /* wall clock */
+	const sf_awp_comp *comp; /* per spec.components index */
+	size_t ncomp;
+	const sf_awp_pods *pods;
+	int64_t expected_pods;
+} sf_awp_input;
+
+/* ---- the plan ---- */
+
+typedef enum {
+	SF_AWP_ACT_CREATE = 1,   /* create component idx (after the status write) */
+	SF_AWP_ACT_DELETE,       /* delete component idx, background propagation */
+	SF_AWP_ACT_DELETE_FORCE, /* delete component idx with grace period 0 */
+	SF_AWP_ACT_DELETE_PODS,  /* delete every labelled pod with grace period 0 */
+	SF_AWP_ACT_VERIFY,       /* live GET of component idx (missing check) */
+} sf_awp_act_kind;
+
+typedef struct sf_awp_act {
+	sf_awp_act_kind kind;
+	size_t idx;
+} sf_awp_act;
+
+typedef struct sf_awp_event {
+	int warning;
+	char reason[64];
+	char message[1024];
+} sf_awp_event;
+
+#define SF_AWP_MAX_EVENTS 4
+
+typedef struct sf_awp_plan {
+	/* New full status (owned), NULL if unchanged. Written with a merge
+	 * patch that carries the resourceVersion the plan was made from. */
+	sf_jd *status;
+	/* Main-resource merge patch (finalizers, labels, suspend), NULL if
+	 * none. When set, status is NULL and no actions are planned: the
+	 * next pass works from the object the patch returns. */
+	sf_jd *meta_patch;
+	sf_aw_phase from, to;
+	sf_awp_act *acts; /* owned */
+	size_t nacts;
+	sf_awp_event events[SF_AWP_MAX_EVENTS];
+	size_t nevents;
+	/* Look again after this many ms; -1 = only on the next change. 0 =
+	 * as soon as the writes above are done. */
+	int64_t requeue_ms;
+	/* for logs and metrics */
+	const char *why;        /* short reason for the step, static */
+	int suppressed_missing; /* a missing-component suspicion was not acted on */
+	int skipped;            /* managed by another controller */
+} sf_awp_plan;
+
+/* Computes the plan. Returns 0, -ENOMEM, or -EINVAL with err set when the
+ * AppWrapper cannot be read (then the plan records a CreateFailed-style
+ * failure when one can be written; see the code). */
+int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t errlen);
+void sf_awp_plan_free(sf_awp_plan *plan);
+
+/* The componentStatus list an AppWrapper starts with (name, kind,
+ * apiVersion and pod sets of every component). */
+int sf_awp_component_status_init(sf_jv aw, sf_jd **out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * controller.h - the AppWrapper controller: informers, work queue, and the
+ * executor that runs the phase machine's plans against the API.
+ *
+ * Every replica runs the informers (AppWrappers, labelled pods, and one per
+ * component kind in use, all selected by the appwrapper label), so a
+ * standby holds a warm cache. Only a leader reconciles: sf_awctl_lead
+ * first brings every informer to at least the resourceVersion of the
+ * leader's Lease write (a quorum re-list for those behind it), then opens
+ * the queue; sf_awctl_unlead drops the queue and this term's memory at once.
+ * Writes go through the client's write gate (the election fence).
+ *
+ * The controller keeps, per AppWrapper, what only it can know: the creates
+ * it issued and has not yet seen in its cache (expectations), the results
+ * of its live reads and deletes. Everything that must survive a failover
+ * lives in the AppWrapper's status.
+ */
+#ifndef STEADFAST_CONTROLLER_H
+#define STEADFAST_CONTROLLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "steadfast/awconfig.h"
+#include "steadfast/buf.h"
+#include "steadfast/client.h"
+
+typedef struct sf_awctl sf_awctl;
+
+extern const sf_gvr SF_GVR_APPWRAPPERS;
+
+typedef struct sf_awctl_opts {
+	const sf_aw_config *cfg; /* borrowed, must outlive the controller */
+	const char *ns;          /* watch one namespace; NULL/"" = all */
+	unsigned workers;        /* AppWrappers reconciled at once; 0 = 16 */
+	/* how long a create of ours may stay unseen by the cache before the
+	 * component counts as absent (then still needs a live read); 0 = 60 s */
+	long expectation_timeout_ms;
+	/* identity for Events' reportingInstance ("" = hostname) */
+	const char *identity;
+} sf_awctl_opts;
+
+/* client is borrowed (writes pass its write gate). */
+int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *opts,
+                 sf_awctl **out);
+/* Starts the informers (every replica). */
+int sf_awctl_start(sf_awctl *c);
+/* Becomes leader (the election's ready hook): once every cache has
+ * reached rv (the Lease write's resourceVersion; NULL = just synced),
+ * calls ready(ud, 0); ready(ud, err) if it cannot. Nothing is reconciled
+ * before sf_awctl_activate. */
+int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err), void *ud);
+/* Starts reconciling (the fence is open: on_started_leading). -EAGAIN if
+ * the barrier of the current term has not passed. */
+int sf_awctl_activate(sf_awctl *c);
+/* Stops reconciling at once (queue dropped, per-object memory forgotten);
+ * requests in flight finish but start nothing new. */
+void sf_awctl_unlead(sf_awctl *c);
+/* Stops everything; cb when all handles and requests are done. */
+void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud);
+void sf_awctl_free(sf_awctl *c);
+
+/* 1 when the AppWrapper and pod informers have synced (readiness). */
+int sf_awctl_synced(const sf_awctl *c);
+int sf_awctl_leading(const sf_awctl *c);
+
+typedef struct sf_awctl_stats {
+	unsigned long reconciles, reconcile_errors, requeues;
+	unsigned long creates, adopted, deletes, status_writes, conflicts;
+	unsigned long missing_suppressed; /* suspicions a live read or grace disproved */
+	unsigned long verifies;           /* live reads made for the missing check */
+	unsigned long events_created, events_aggregated;
+} sf_awctl_stats;
+void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out);
+/* Prometheus text: appwrapper_phase_total, controller_runtime_reconcile_*,
+ * workqueue_*, steadfast_appwrapper_*. */
+int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * manager.h - the controller process: client, election, AppWrapper
+ * controller, signals, wired on one libuv loop.
+ *
+ * Every replica starts the informers at once (a warm standby); the
+ * election's ready hook runs the controller's freshness barrier; leading
+ * starts reconciling; losing the lease stops it without exiting. SIGTERM
+ * or SIGINT stop leader work, release the Lease if this replica still holds
+ * it at the version it last wrote, and exit 0. Nothing here exits because
+ * the API server is unreachable: informers and the election retry with
+ * backoff.
+ */
+#ifndef STEADFAST_MANAGER_H
+#define STEADFAST_MANAGER_H
+
+#include <stddef.h>
+
+#include "steadfast/awconfig.h"
+
+#define SF_MGR_DEFAULT_LEASE "f134c674.codeflare.dev"
+
+typedef struct sf_mgr_opts {
+	const char *kubeconfig; /* NULL: $KUBECONFIG, ~/.kube/config, in-cluster */
+	const char *context;
+	int leader_elect;            /* 0 = act at once (a single replica) */
+	const char *lease_name;      /* NULL = SF_MGR_DEFAULT_LEASE */
+	const char *lease_namespace; /* NULL = $POD_NAMESPACE or the in-cluster namespace */
+	long lease_ms, renew_ms, retry_ms; /* 0 = client-go's defaults */
+	const char *identity;        /* NULL = <$POD_NAME or hostname>_<random> */
+	const char *watch_namespace; /* NULL = all */
+	const sf_aw_config *cfg;     /* borrowed */
+} sf_mgr_opts;
+
+/* The command line, in controller-runtime's spelling (Go flag syntax:
+ * -flag or --flag, "=value" or the next argument; booleans take only
+ * "=value"). What it fills points into argv or into *store.
+ *   --kubeconfig --context --leader-elect[=bool] --leader-election-id
+ *   --leader-election-namespace --leader-elect-lease-duration
+ *   --leader-elect-renew-deadline --leader-elect-retry-period (Go durations)
+ *   --metrics-bind-address --health-probe-bind-address --config
+ *   --zap-log-level --namespace (watch only this one) --identity
+ * The operator config (--config) is loaded and validated into store->cfg;
+ * bind-address flags override its controllerManager keys, and
+ * --leader-elect overrides its leaderElection (default on).
+ * Returns 0, 1 for --help/--version (printed to stdout by the caller with
+ * sf_mgr_usage), or -EINVAL with a message naming the flag in err. */
+typedef struct sf_mgr_flags {
+	sf_aw_config cfg;
+	int want_help, want_version;
+	int log_level;
+	int log_level_set;
+} sf_mgr_flags;
+int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *opts, sf_mgr_flags *store, char *err,
+                       size_t errlen);
+const char *sf_mgr_usage(void);
+
+/* Runs until SIGTERM/SIGINT. Returns the process exit code (0 after a
+ * clean shutdown; 1 when it cannot start, with the reason logged). */
+int sf_mgr_run(const sf_mgr_opts *opts);
+
+#endif

@@ -1,0 +1,1136 @@
+/*
+ * components.c - pod sets of an AppWrapper's components and the object to
+ * create for each (see awcomp.h).
+ *
+ * Kueue admits an AppWrapper by its pod sets and hands back, per pod set,
+ * the labels, node selector, tolerations and gates its pods must carry; the
+ * Go controller turns each component's template into an object with those
+ * injected. For Steadfast to be a drop-in the pod sets (their order, paths
+ * and replica counts) and the injected object must come out the same, so
+ * this file follows upstream's rules step by step, including its path
+ * syntax and error texts. It differs where upstream would panic or wrap
+ * around: those become errors.
+ *
+ * Paths are walked over either a read-only view (inference) or the mutable
+ * tree being built (injection) by one walker, so both agree on what a path
+ * means. Pod sets are gathered in a growable vector first, because the
+ * final validation needs all of them whatever the caller's capacity.
+ */
+#include "steadfast/awcomp.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AW_GROUP "workload.codeflare.dev"
+#define JOB_INDEX_ANNOT "batch.kubernetes.io/job-completion-index"
+#define JOBSET_INDEX_LABEL "jobset.sigs.k8s.io/job-index"
+#define PYTORCH_INDEX_LABEL "training.kubeflow.org/replica-index"
+#define WHY_LEN 768
+
+__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t errlen, const char *fmt,
+                                                         ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		err[0] = '\0';
+}
+
+/* ---- pod-set vector ---- */
+
+typedef struct psvec {
+	sf_awc_podset *v;
+	size_t n;
+	size_t cap;
+} psvec;
+
+static sf_awc_podset *psvec_push(psvec *pv)
+{
+	if (pv->n == pv->cap) {
+		size_t nc = pv->cap ? pv->cap * 2 : 4;
+		sf_awc_podset *nv = realloc(pv->v, nc * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		pv->v = nv;
+		pv->cap = nc;
+	}
+	sf_awc_podset *ps = &pv->v[pv->n++];
+	memset(ps, 0, sizeof(*ps));
+	ps->annotations = SF_JV_NONE;
+	return ps;
+}
+
+/* Appends an inferred pod set; annotation pairs follow as key, value, ...
+ * (nannots of them). */
+static int push_inferred(psvec *pv, const char *path, int32_t replicas, size_t nannots, ...)
+{
+	sf_awc_podset *ps = psvec_push(pv);
+	if (!ps)
+		return -ENOMEM;
+	ps->replicas = replicas;
+	snprintf(ps->path, sizeof(ps->path), "%s", path);
+	va_list ap;
+	va_start(ap, nannots);
+	for (size_t i = 0; i < nannots && i < SF_AWC_MAX_ANNOTS; i++) {
+		ps->annots[i].key = va_arg(ap, const char *);
+		snprintf(ps->annots[i].value, sizeof(ps->annots[i].value), "%s",
+		         va_arg(ap, const char *));
+		ps->nannots++;
+	}
+	va_end(ap);
+	return 0;
+}
+
+/* ---- paths ---- */
+
+/* A position in either a read-only view or the tree being built. */
+typedef struct cur {
+	sf_jv v;
+	sf_jd *d;
+	int tree;
+} cur;
+
+static cur cur_view(sf_jv v)
+{
+	return (cur){v, NULL, 0};
+}
+
+static cur cur_tree(sf_jd *d)
+{
+	return (cur){SF_JV_NONE, d, 1};
+}
+
+static sf_json_type cur_type(cur c)
+{
+	return c.tree ? sf_jd_type(c.d) : sf_jv_type(c.v);
+}
+
+static int cur_ok(cur c)
+{
+	return c.tree ? c.d != NULL : sf_jv_ok(c.v);
+}
+
+static size_t cur_len(cur c)
+{
+	return c.tree ? sf_jd_len(c.d) : sf_jv_len(c.v);
+}
+
+static cur cur_at(cur c, size_t i)
+{
+	return c.tree ? cur_tree(sf_jd_at(c.d, i, NULL)) : cur_view(sf_jv_at(c.v, i));
+}
+
+static cur cur_get(cur c, const char *key)
+{
+	return c.tree ? cur_tree(sf_jd_get(c.d, key)) : cur_view(sf_jv_get(c.v, key));
+}
+
+/* strconv.Atoi on [s, e): optional sign, at least one digit. */
+static int parse_index(const char *s, const char *e, long long *out)
+{
+	int neg = 0;
+	if (s < e && (*s == '+' || *s == '-'))
+		neg = *s++ == '-';
+	if (s == e)
+		return -EINVAL;
+	long long v = 0;
+	for (; s < e; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		if (v > (999999999999999999LL - (*s - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (*s - '0');
+	}
+	*out = neg ? -v : v;
+	return 0;
+}
+
+/*
+ * Upstream's getValueAtPath: "template" is the root; then "[i]" indexes an
+ * array and ".key" selects a member, the key running to the next '.' or
+ * '[' (a separator right at the start of the key does not end it, as
+ * upstream). A member present with value null is found (and is not a map).
+ */
+static int walk(cur c, const char *path, cur *out, char *why, size_t wl)
+{
+	char done[2 * SF_AWC_PATH_MAX];
+	char key[SF_AWC_PATH_MAX];
+	size_t plen = strlen(path);
+
+	if (strncmp(path, "template", 8) != 0) {
+		seterr(why, wl, "first element of the path must be 'template'");
+		return -EINVAL;
+	}
+	if (plen >= SF_AWC_PATH_MAX) {
+		seterr(why, wl, "path '%.40s...' is longer than %d bytes", path,
+		       SF_AWC_PATH_MAX - 1);
+		return -EINVAL;
+	}
+	memcpy(done, "template", 9);
+	size_t dl = 8;
+	const char *rem = path + 8;
+	while (*rem) {
+		if (*rem == '[') {
+			const char *close = strchr(rem, ']');
+			if (!close) {
+				seterr(why, wl, "at path position '%s' invalid array index '%s'",
+				       done, rem);
+				return -EINVAL;
+			}
+			long long idx;
+			if (parse_index(rem + 1, close, &idx)) {
+				seterr(why, wl,
+				       "at path position '%s' invalid index expression '%.*s'",
+				       done, (int)(close - rem - 1), rem + 1);
+				return -EINVAL;
+			}
+			if (cur_type(c) != SF_JSON_ARRAY) {
+				seterr(why, wl, "at path position '%s' found non-array value",
+				       done);
+				return -EINVAL;
+			}
+			if (idx < 0 || (unsigned long long)idx >= cur_len(c)) {
+				seterr(why, wl, "at path position '%s' out of bounds index '%lld'",
+				       done, idx);
+				return -EINVAL;
+			}
+			c = cur_at(c, (size_t)idx);
+			size_t n = (size_t)(close - rem) + 1;
+			memcpy(done + dl, rem, n);
+			dl += n;
+			done[dl] = '\0';
+			rem = close + 1;
+		} else if (*rem == '.') {
+			rem++;
+			done[dl++] = '.';
+			done[dl] = '\0';
+			size_t end = strlen(rem);
+			const char *dot = strchr(rem, '.');
+			if (dot && dot > rem)
+				end = (size_t)(dot - rem);
+			const char *br = strchr(rem, '[');
+			if (br && br > rem && (size_t)(br - rem) < end)
+				end = (size_t)(br - rem);
+			memcpy(key, rem, end);
+			key[end] = '\0';
+			if (cur_type(c) != SF_JSON_OBJECT) {
+				seterr(why, wl, "at path position '%s' non-map value", done);
+				return -EINVAL;
+			}
+			cur next = cur_get(c, key);
+			if (!cur_ok(next)) {
+				seterr(why, wl, "at path position '%s' missing field '%s'", done,
+				       key);
+				return -EINVAL;
+			}
+			c = next;
+			memcpy(done + dl, key, end + 1);
+			dl += end;
+			rem += end;
+		} else {
+			seterr(why, wl, "at path position '%s' invalid path element '%s'", done,
+			       rem);
+			return -EINVAL;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+/* Upstream's GetRawTemplate: the value at path, which must be a map. */
+static int raw_template(cur root, const char *path, cur *out, char *why, size_t wl)
+{
+	int rc = walk(root, path, out, why, wl);
+	if (rc)
+		return rc;
+	if (cur_type(*out) != SF_JSON_OBJECT) {
+		seterr(why, wl, "at path position '%s' non-map value", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A pod template at path: a map with a spec map. */
+static int pod_template(cur root, const char *path, cur *out, char *why, size_t wl)
+{
+	int rc = raw_template(root, path, out, why, wl);
+	if (rc)
+		return rc;
+	if (cur_type(cur_get(*out, "spec")) != SF_JSON_OBJECT) {
+		seterr(why, wl, "content at %s does not contain a spec", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- inference ---- */
+
+static int jv_int32(sf_jv v, int32_t *out)
+{
+	int64_t x;
+	if (sf_jv_int64(v, &x) || x < INT32_MIN || x > INT32_MAX)
+		return -EINVAL;
+	*out = (int32_t)x;
+	return 0;
+}
+
+/* Upstream's GetReplicas: the int at path, or -EINVAL (absent, null, not an
+ * int32 - upstream would wrap a larger value around). */
+static int get_int32_at(sf_jv t, const char *path, int32_t *out)
+{
+	cur c;
+	if (walk(cur_view(t), path, &c, NULL, 0))
+		return -EINVAL;
+	return jv_int32(c.v, out);
+}
+
+/* Upstream's inferReplicas: 1 if path is "" or its field is absent or null;
+ * the int32 there; an error if the parent is not a map or the value is not
+ * an int32. */
+static int infer_replicas(sf_jv t, const char *path, int32_t *out, char *why, size_t wl)
+{
+	*out = 1;
+	if (!*path)
+		return 0;
+	const char *dot = strrchr(path, '.');
+	sf_jv parent = t;
+	const char *field = path;
+	if (dot) {
+		char pp[SF_AWC_PATH_MAX];
+		snprintf(pp, sizeof(pp), "%.*s", (int)(dot - path), path);
+		cur c;
+		int rc = raw_template(cur_view(t), pp, &c, why, wl);
+		if (rc)
+			return rc;
+		parent = c.v;
+		field = dot + 1;
+	}
+	sf_jv v = sf_jv_get(parent, field);
+	sf_json_type ty = sf_jv_type(v);
+	if (ty == SF_JSON_NONE || ty == SF_JSON_NULL)
+		return 0;
+	if (jv_int32(v, out)) {
+		seterr(why, wl, "at path position '%s' non-int value %.*s", path,
+		       (int)(v.n > 40 ? 40 : v.n), v.p);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int gvk_is(sf_jv av, sf_jv kv, const char *api_version, const char *kind)
+{
+	return sf_jv_streq(av, api_version) && sf_jv_streq(kv, kind);
+}
+
+/* batch/v1 Job pod count: parallelism (default 1), lowered to completions. */
+static int32_t job_pods(sf_jv t, const char *prefix)
+{
+	char p[SF_AWC_PATH_MAX];
+	int32_t n = 1, x;
+	snprintf(p, sizeof(p), "%sspec.parallelism", prefix);
+	if (!get_int32_at(t, p, &x))
+		n = x;
+	snprintf(p, sizeof(p), "%sspec.completions", prefix);
+	if (!get_int32_at(t, p, &x) && x < n)
+		n = x;
+	return n;
+}
+
+static int infer_jobset(sf_jv t, psvec *pv, char *why, size_t wl)
+{
+	cur jobs;
+	if (walk(cur_view(t), "template.spec.replicatedJobs", &jobs, NULL, 0) ||
+	    sf_jv_type(jobs.v) != SF_JSON_ARRAY)
+		return 0;
+	size_t nj = sf_jv_len(jobs.v);
+	for (size_t i = 0; i < nj; i++) {
+		char pre[128], p[SF_AWC_PATH_MAX], count[16];
+		cur c;
+		snprintf(pre, sizeof(pre), "template.spec.replicatedJobs[%zu].", i);
+		snprintf(p, sizeof(p), "%stemplate", pre);
+		if (walk(cur_view(t), p, &c, NULL, 0))
+			continue;
+		snprintf(p, sizeof(p), "%stemplate.", pre);
+		int32_t pods = job_pods(t, p);
+		int32_t replicas = 1, x;
+		snprintf(p, sizeof(p), "%sreplicas", pre);
+		if (!get_int32_at(t, p, &x))
+			replicas = x;
+		int64_t total = (int64_t)replicas * pods;
+		if (total < INT32_MIN || total > INT32_MAX) {
+			seterr(why, wl,
+			       "replicatedJobs[%zu]: %d replicas of %d pods overflow int32", i,
+			       replicas, pods);
+			return -EINVAL;
+		}
+		snprintf(p, sizeof(p), "%stemplate.spec.template", pre);
+		snprintf(count, sizeof(count), "%d", replicas);
+		int rc = push_inferred(pv, p, (int32_t)total, 3, SF_AWC_TAS_POD_INDEX_LABEL,
+		                       JOB_INDEX_ANNOT, SF_AWC_TAS_SUB_GROUP_INDEX_LABEL,
+		                       JOBSET_INDEX_LABEL, SF_AWC_TAS_SUB_GROUP_COUNT, count);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int infer_pytorch(sf_jv t, psvec *pv, char *why, size_t wl)
+{
+	static const char *const types[] = {"Master", "Worker"};
+	for (size_t i = 0; i < 2; i++) {
+		char pre[128], p[SF_AWC_PATH_MAX], tp[SF_AWC_PATH_MAX];
+		cur c;
+		int32_t r;
+		snprintf(pre, sizeof(pre), "template.spec.pytorchReplicaSpecs.%s.", types[i]);
+		snprintf(tp, sizeof(tp), "%stemplate", pre);
+		if (walk(cur_view(t), tp, &c, NULL, 0))
+			continue;
+		snprintf(p, sizeof(p), "%sreplicas", pre);
+		int rc = infer_replicas(t, p, &r, why, wl);
+		if (!rc)
+			rc = push_inferred(pv, tp, r, 1, SF_AWC_TAS_POD_INDEX_LABEL,
+			                   PYTORCH_INDEX_LABEL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int infer_ray(sf_jv t, const char *prefix, psvec *pv, char *why, size_t wl)
+{
+	char p[SF_AWC_PATH_MAX];
+	cur workers;
+	snprintf(p, sizeof(p), "%sheadGroupSpec.template", prefix);
+	int rc = push_inferred(pv, p, 1, 0);
+	if (rc)
+		return rc;
+	snprintf(p, sizeof(p), "%sworkerGroupSpecs", prefix);
+	if (walk(cur_view(t), p, &workers, NULL, 0) || sf_jv_type(workers.v) != SF_JSON_ARRAY)
+		return 0;
+	size_t nw = sf_jv_len(workers.v);
+	for (size_t i = 0; i < nw; i++) {
+		char pre[128], tp[SF_AWC_PATH_MAX];
+		cur c;
+		int32_t r;
+		snprintf(pre, sizeof(pre), "%sworkerGroupSpecs[%zu].", prefix, i);
+		snprintf(tp, sizeof(tp), "%stemplate", pre);
+		if (walk(cur_view(t), tp, &c, NULL, 0))
+			continue;
+		snprintf(p, sizeof(p), "%sreplicas", pre);
+		rc = infer_replicas(t, p, &r, why, wl);
+		if (!rc)
+			rc = push_inferred(pv, tp, r, 0);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Pod, Deployment, StatefulSet: one pod set if its template path exists. */
+static int infer_simple(sf_jv t, const char *path, const char *replicas, psvec *pv, char *why,
+                        size_t wl)
+{
+	cur c;
+	int32_t r;
+	if (walk(cur_view(t), path, &c, NULL, 0))
+		return 0;
+	int rc = infer_replicas(t, replicas, &r, why, wl);
+	return rc ? rc : push_inferred(pv, path, r, 0);
+}
+
+static int infer(sf_jv t, psvec *pv, char *why, size_t wl)
+{
+	if (sf_jv_type(t) != SF_JSON_OBJECT) {
+		seterr(why, wl, "template is not an object");
+		return -EINVAL;
+	}
+	sf_jv av = sf_jv_get(t, "apiVersion"), kv = sf_jv_get(t, "kind");
+	int rc = 0;
+	if (gvk_is(av, kv, "batch/v1", "Job"))
+		rc = push_inferred(pv, "template.spec.template", job_pods(t, "template."), 1,
+		                   SF_AWC_TAS_POD_INDEX_LABEL, JOB_INDEX_ANNOT);
+	else if (gvk_is(av, kv, "jobset.x-k8s.io/v1alpha2", "JobSet"))
+		rc = infer_jobset(t, pv, why, wl);
+	else if (gvk_is(av, kv, "kubeflow.org/v1", "PyTorchJob"))
+		rc = infer_pytorch(t, pv, why, wl);
+	else if (gvk_is(av, kv, "ray.io/v1", "RayCluster"))
+		rc = infer_ray(t, "template.spec.", pv, why, wl);
+	else if (gvk_is(av, kv, "ray.io/v1", "RayJob"))
+		rc = infer_ray(t, "template.spec.rayClusterSpec.", pv, why, wl);
+	else if (gvk_is(av, kv, "v1", "Pod"))
+		rc = infer_simple(t, "template", "", pv, why, wl);
+	else if (gvk_is(av, kv, "apps/v1", "Deployment") ||
+	         gvk_is(av, kv, "apps/v1", "StatefulSet"))
+		rc = infer_simple(t, "template.spec.template", "template.spec.replicas", pv, why,
+		                  wl);
+	if (rc)
+		return rc;
+
+	for (size_t i = 0; i < pv->n; i++) {
+		char inner[WHY_LEN / 2];
+		cur c;
+		if (pod_template(cur_view(t), pv->v[i].path, &c, inner, sizeof(inner))) {
+			seterr(why, wl, "%s does not refer to a v1.PodSpecTemplate: %s",
+			       pv->v[i].path, inner);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* ---- declared pod sets ---- */
+
+/* A podSets list as the CRD stores it (spec or status). Not a list: none. */
+static int parse_podsets(sf_jv arr, const char *where, psvec *pv, char *why, size_t wl)
+{
+	if (sf_jv_type(arr) != SF_JSON_ARRAY)
+		return 0;
+	sf_jv_iter it = sf_jv_iter_init(arr);
+	sf_jv e;
+	for (size_t i = 0; sf_jv_next(&it, NULL, &e); i++) {
+		if (sf_jv_type(e) != SF_JSON_OBJECT) {
+			seterr(why, wl, "%s[%zu] is not an object", where, i);
+			return -EINVAL;
+		}
+		sf_awc_podset *ps = psvec_push(pv);
+		if (!ps)
+			return -ENOMEM;
+		int r = sf_jv_str(sf_jv_get(e, "path"), ps->path, sizeof(ps->path));
+		if (r == -ERANGE) {
+			seterr(why, wl, "%s[%zu].path is longer than %d bytes", where, i,
+			       SF_AWC_PATH_MAX - 1);
+			return -EINVAL;
+		}
+		if (r <= 0) {
+			seterr(why, wl, "%s[%zu] has no path", where, i);
+			return -EINVAL;
+		}
+		sf_jv rv = sf_jv_get(e, "replicas");
+		sf_json_type rt = sf_jv_type(rv);
+		ps->replicas = 1;
+		if (rt != SF_JSON_NONE && rt != SF_JSON_NULL && jv_int32(rv, &ps->replicas)) {
+			seterr(why, wl, "%s[%zu].replicas is not an int32", where, i);
+			return -EINVAL;
+		}
+		sf_jv an = sf_jv_get(e, "annotations");
+		if (sf_jv_type(an) == SF_JSON_OBJECT)
+			ps->annotations = an;
+	}
+	return 0;
+}
+
+static int comp_podsets(sf_jv comp, psvec *pv, char *why, size_t wl)
+{
+	sf_jv declared = sf_jv_get(comp, "podSets");
+	if (sf_jv_type(declared) == SF_JSON_ARRAY && sf_jv_len(declared) > 0)
+		return parse_podsets(declared, "podSets", pv, why, wl);
+	return infer(sf_jv_get(comp, "template"), pv, why, wl);
+}
+
+static size_t ncomponents(sf_jv aw, sf_jv *comps)
+{
+	*comps = sf_jv_path(aw, "spec.components");
+	return sf_jv_type(*comps) == SF_JSON_ARRAY ? sf_jv_len(*comps) : 0;
+}
+
+/* "component 2 (Job sample)" for messages. */
+static void comp_desc(sf_jv tmpl, size_t index, char *buf, size_t len)
+{
+	char kind[128], name[256];
+	if (sf_jv_str(sf_jv_get(tmpl, "kind"), kind, sizeof(kind)) <= 0)
+		snprintf(kind, sizeof(kind), "?");
+	if (sf_jv_str(sf_jv_path(tmpl, "metadata.name"), name, sizeof(name)) <= 0)
+		snprintf(name, sizeof(name), "?");
+	snprintf(buf, len, "component %zu (%s %s)", index, kind, name);
+}
+
+/* The definitive pod sets of component index; message without prefix. */
+static int definitive_podsets(sf_jv aw, size_t index, psvec *pv, char *why, size_t wl)
+{
+	sf_jv comps;
+	size_t nc = ncomponents(aw, &comps);
+	if (index >= nc) {
+		seterr(why, wl, "no such component (the AppWrapper has %zu)", nc);
+		return -EINVAL;
+	}
+	sf_jv cs = sf_jv_path(aw, "status.componentStatus");
+	if (sf_jv_type(cs) == SF_JSON_ARRAY && sf_jv_len(cs) == nc)
+		return parse_podsets(sf_jv_get(sf_jv_at(cs, index), "podSets"),
+		                     "status.componentStatus.podSets", pv, why, wl);
+	return comp_podsets(sf_jv_at(comps, index), pv, why, wl);
+}
+
+static int copy_out(psvec *pv, int rc, sf_awc_podset *out, size_t cap, size_t *n, char *err,
+                    size_t errlen)
+{
+	*n = 0;
+	if (!rc) {
+		*n = pv->n;
+		if (pv->n > cap) {
+			seterr(err, errlen, "%zu pod sets, room for %zu", pv->n, cap);
+			rc = -ENOSPC;
+		} else if (pv->n) {
+			memcpy(out, pv->v, pv->n * sizeof(*out));
+		}
+	}
+	free(pv->v);
+	return rc;
+}
+
+int sf_awc_infer_podsets(sf_jv template, sf_awc_podset *out, size_t cap, size_t *n, char *err,
+                         size_t errlen)
+{
+	psvec pv = {0};
+	int rc = infer(template, &pv, err, errlen);
+	return copy_out(&pv, rc, out, cap, n, err, errlen);
+}
+
+int sf_awc_podsets(sf_jv component, sf_awc_podset *out, size_t cap, size_t *n, char *err,
+                   size_t errlen)
+{
+	psvec pv = {0};
+	int rc = comp_podsets(component, &pv, err, errlen);
+	return copy_out(&pv, rc, out, cap, n, err, errlen);
+}
+
+int sf_awc_component_podsets(sf_jv aw, size_t index, sf_awc_podset *out, size_t cap, size_t *n,
+                             char *err, size_t errlen)
+{
+	psvec pv = {0};
+	char why[WHY_LEN], desc[512];
+	int rc = definitive_podsets(aw, index, &pv, why, sizeof(why));
+	if (rc) {
+		sf_jv comps;
+		ncomponents(aw, &comps);
+		comp_desc(sf_jv_get(sf_jv_at(comps, index), "template"), index, desc, sizeof(desc));
+		seterr(err, errlen, "%s: %s", desc, why);
+	}
+	return copy_out(&pv, rc, out, cap, n, err, errlen);
+}
+
+int sf_awc_expected_pods(sf_jv aw, int64_t *out, char *err, size_t errlen)
+{
+	sf_jv comps;
+	size_t nc = ncomponents(aw, &comps);
+	int64_t sum = 0;
+	*out = 0;
+	for (size_t i = 0; i < nc; i++) {
+		psvec pv = {0};
+		char why[WHY_LEN], desc[512];
+		int rc = definitive_podsets(aw, i, &pv, why, sizeof(why));
+		if (rc) {
+			comp_desc(sf_jv_get(sf_jv_at(comps, i), "template"), i, desc, sizeof(desc));
+			seterr(err, errlen, "%s: %s", desc, why);
+			free(pv.v);
+			return rc;
+		}
+		for (size_t j = 0; j < pv.n; j++)
+			sum += pv.v[j].replicas;
+		free(pv.v);
+	}
+	*out = sum;
+	return 0;
+}
+
+sf_jd *sf_awc_podset_to_jd(const sf_awc_podset *ps)
+{
+	sf_jd *o = sf_jd_new_obj();
+	if (!o || sf_jd_set_int(o, "replicas", ps->replicas) || sf_jd_set_str(o, "path", ps->path))
+		goto fail;
+	if (sf_jv_type(ps->annotations) == SF_JSON_OBJECT) {
+		if (sf_jd_set(o, "annotations", sf_jd_from_jv(ps->annotations)))
+			goto fail;
+	} else if (ps->nannots) {
+		sf_jd *a = sf_jd_new_obj();
+		if (sf_jd_set(o, "annotations", a))
+			goto fail;
+		for (size_t i = 0; i < ps->nannots; i++)
+			if (sf_jd_set_str(a, ps->annots[i].key, ps->annots[i].value))
+				goto fail;
+	}
+	return o;
+fail:
+	sf_jd_free(o);
+	return NULL;
+}
+
+/* ---- building ---- */
+
+/* Upstream's toMap for one value: strings as they are, anything else as
+ * text (null as Go prints it). */
+static sf_jd *as_string(const sf_jd *v)
+{
+	if (sf_jd_type(v) == SF_JSON_STRING)
+		return sf_jd_clone(v);
+	if (sf_jd_type(v) == SF_JSON_NULL)
+		return sf_jd_new_str("<nil>");
+	char *text = sf_jd_dump(v);
+	if (!text)
+		return NULL;
+	sf_jd *s = sf_jd_new_str(text);
+	free(text);
+	return s;
+}
+
+/* Makes every member of map a string. */
+static int stringify_values(sf_jd *map)
+{
+	size_t n = sf_jd_len(map);
+	for (size_t i = 0; i < n; i++) {
+		const char *k;
+		sf_jd *v = sf_jd_at(map, i, &k);
+		if (sf_jd_type(v) == SF_JSON_STRING)
+			continue;
+		char *key = strdup(k);
+		sf_jd *s = as_string(v);
+		int rc = key && s ? sf_jd_set(map, key, s) : -ENOMEM;
+		if (!key)
+			sf_jd_free(s);
+		free(key);
+		if (rc)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A string map from a view (an object; anything else reads as empty). */
+static sf_jd *string_map(sf_jv m)
+{
+	sf_jd *d = sf_jv_type(m) == SF_JSON_OBJECT ? sf_jd_from_jv(m) : sf_jd_new_obj();
+	if (d && stringify_values(d)) {
+		sf_jd_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+static int same_str(const sf_jd *a, const sf_jd *b)
+{
+	size_t la, lb;
+	const char *sa = sf_jd_str(a, &la), *sb = sf_jd_str(b, &lb);
+	return sa && sb && la == lb && memcmp(sa, sb, la) == 0;
+}
+
+/*
+ * parent[member] = MergeKeepFirst(existing, inject), upstream's string-map
+ * injection: the existing map (values as strings; a non-map counts as
+ * empty) keeps its entries, inject adds the keys it lacks. With check, a
+ * key in both with different values is a conflict (upstream's HaveConflict
+ * and Kueue's BadPodSetsUpdateError message).
+ */
+static int merge_map(sf_jd *parent, const char *member, const sf_jd *inject, int check, char *why,
+                     size_t wl)
+{
+	sf_jd *ex = sf_jd_get(parent, member);
+	sf_jd *res = sf_jd_type(ex) == SF_JSON_OBJECT ? sf_jd_clone(ex) : sf_jd_new_obj();
+	int rc = res ? stringify_values(res) : -ENOMEM;
+	if (rc)
+		goto fail;
+	size_t n = sf_jd_len(res);
+	for (size_t i = 0; check && i < n; i++) {
+		const char *k;
+		sf_jd *v = sf_jd_at(res, i, &k);
+		sf_jd *iv = sf_jd_get(inject, k);
+		if (iv && !same_str(v, iv)) {
+			size_t la, lb;
+			const char *a = sf_jd_str(v, &la), *b = sf_jd_str(iv, &lb);
+			seterr(
+			    why, wl,
+			    "invalid admission check PodSetUpdate: conflict for %s: conflict for "
+			    "key=%s, value1=%.*s, value2=%.*s",
+			    member, k, (int)(la > 200 ? 200 : la), a ? a : "",
+			    (int)(lb > 200 ? 200 : lb), b ? b : "");
+			rc = -EINVAL;
+			goto fail;
+		}
+	}
+	size_t ni = sf_jd_len(inject);
+	for (size_t i = 0; i < ni; i++) {
+		const char *k;
+		sf_jd *v = sf_jd_at(inject, i, &k);
+		if (sf_jd_get(res, k))
+			continue;
+		sf_jd *c = sf_jd_clone(v);
+		if (!c || sf_jd_set(res, k, c)) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+	return sf_jd_set(parent, member, res) ? -ENOMEM : 0;
+fail:
+	sf_jd_free(res);
+	return rc;
+}
+
+/* parent[key] as an object or array (type t): created when absent or null,
+ * -EINVAL when it holds something else. */
+static int container_member(sf_jd *parent, const char *key, sf_json_type t, sf_jd **out)
+{
+	sf_jd *m = sf_jd_get(parent, key);
+	sf_json_type mt = sf_jd_type(m);
+	if (mt == t) {
+		*out = m;
+		return 0;
+	}
+	if (mt != SF_JSON_NONE && mt != SF_JSON_NULL)
+		return -EINVAL;
+	sf_jd *n = t == SF_JSON_OBJECT ? sf_jd_new_obj() : sf_jd_new_arr();
+	if (!n || sf_jd_set(parent, key, n))
+		return -ENOMEM;
+	*out = sf_jd_get(parent, key);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Non-empty object or array member of a podSetInfo. */
+static sf_jv info_member(sf_jv info, const char *key, sf_json_type t)
+{
+	sf_jv v = sf_jv_get(info, key);
+	return sf_jv_type(v) == t && sf_jv_len(v) > 0 ? v : SF_JV_NONE;
+}
+
+static int append_gates(sf_jd *spec, sf_jv gates, const char *path, char *why, size_t wl)
+{
+	sf_jd *arr;
+	int rc = container_member(spec, "schedulingGates", SF_JSON_ARRAY, &arr);
+	if (rc == -EINVAL)
+		seterr(why, wl, "spec.schedulingGates at %s is not a list", path);
+	if (rc)
+		return rc;
+	sf_jv_iter it = sf_jv_iter_init(gates);
+	sf_jv g;
+	while (sf_jv_next(&it, NULL, &g)) {
+		sf_jv nv = sf_jv_get(g, "name");
+		char *name = NULL;
+		if (sf_jv_type(nv) == SF_JSON_STRING && !(name = sf_jv_strdup(nv)))
+			return -ENOMEM;
+		const char *nm = name ? name : ""; /* Go's zero value */
+		int dup = 0;
+		size_t n = sf_jd_len(arr);
+		for (size_t i = 0; i < n && !dup; i++) {
+			const char *s = sf_jd_str(sf_jd_get(sf_jd_at(arr, i, NULL), "name"), NULL);
+			dup = s && strcmp(s, nm) == 0;
+		}
+		if (!dup) {
+			sf_jd *o = sf_jd_new_obj();
+			if (!o) {
+				rc = -ENOMEM;
+			} else if (sf_jd_set_str(o, "name", nm)) {
+				sf_jd_free(o);
+				rc = -ENOMEM;
+			} else if (sf_jd_append(arr, o)) {
+				rc = -ENOMEM;
+			}
+		}
+		free(name);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Injects podSetInfo info (SF_JV_NONE: nothing but the label) into the pod
+ * template of pod set ps. */
+static int inject_podset(sf_jd *obj, const sf_awc_podset *ps, sf_jv info, const char *awname,
+                         const char *sched, char *why, size_t wl)
+{
+	char inner[WHY_LEN / 2];
+	cur p;
+	int rc = raw_template(cur_tree(obj), ps->path, &p, inner, sizeof(inner));
+	if (rc) {
+		seterr(why, wl, "path '%s': %s", ps->path, inner);
+		return rc;
+	}
+	sf_jd *md, *spec = sf_jd_get(p.d, "spec");
+	rc = container_member(p.d, "metadata", SF_JSON_OBJECT, &md);
+	if (rc == -EINVAL)
+		seterr(why, wl, "metadata at %s is not an object", ps->path);
+	if (rc)
+		return rc;
+	if (sf_jd_type(spec) != SF_JSON_OBJECT) {
+		seterr(why, wl, "content at %s does not contain a spec", ps->path);
+		return -EINVAL;
+	}
+
+	sf_jv v = info_member(info, "annotations", SF_JSON_OBJECT);
+	if (sf_jv_ok(v)) {
+		sf_jd *inj = string_map(v);
+		rc = inj ? merge_map(md, "annotations", inj, 1, why, wl) : -ENOMEM;
+		sf_jd_free(inj);
+		if (rc)
+			return rc;
+	}
+
+	sf_jd *labels = string_map(sf_jv_get(info, "labels"));
+	rc = labels ? 0 : -ENOMEM;
+	if (!rc && !sf_jd_get(labels, SF_AWC_LABEL))
+		rc = sf_jd_set_str(labels, SF_AWC_LABEL, awname) ? -ENOMEM : 0;
+	if (!rc)
+		rc = merge_map(md, "labels", labels, 1, why, wl);
+	sf_jd_free(labels);
+	if (rc)
+		return rc;
+
+	v = info_member(info, "nodeSelector", SF_JSON_OBJECT);
+	if (sf_jv_ok(v)) {
+		sf_jd *inj = string_map(v);
+		rc = inj ? merge_map(spec, "nodeSelector", inj, 1, why, wl) : -ENOMEM;
+		sf_jd_free(inj);
+		if (rc)
+			return rc;
+	}
+
+	v = info_member(info, "tolerations", SF_JSON_ARRAY);
+	if (sf_jv_ok(v)) {
+		sf_jd *arr;
+		rc = container_member(spec, "tolerations", SF_JSON_ARRAY, &arr);
+		if (rc == -EINVAL)
+			seterr(why, wl, "spec.tolerations at %s is not a list", ps->path);
+		sf_jv_iter it = sf_jv_iter_init(v);
+		sf_jv t;
+		while (!rc && sf_jv_next(&it, NULL, &t))
+			rc = sf_jd_append(arr, sf_jd_from_jv(t)) ? -ENOMEM : 0;
+		if (rc)
+			return rc;
+	}
+
+	v = info_member(info, "schedulingGates", SF_JSON_ARRAY);
+	if (sf_jv_ok(v) && (rc = append_gates(spec, v, ps->path, why, wl)))
+		return rc;
+
+	if (sched && *sched) {
+		size_t l = 0;
+		const char *s = sf_jd_str(sf_jd_get(spec, "schedulerName"), &l);
+		if ((!s || !l) && sf_jd_set_str(spec, "schedulerName", sched))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static const char *str_or_empty(const sf_jd *n)
+{
+	const char *s = sf_jd_str(n, NULL);
+	return s ? s : "";
+}
+
+/* metav1 owner references refer to the same object when group (of
+ * apiVersion), kind and name agree (controller-runtime's referSameObject). */
+static int refers_to_aw(const sf_jd *ref, const char *awname)
+{
+	size_t l;
+	const char *av = sf_jd_str(sf_jd_get(ref, "apiVersion"), &l);
+	if (!av)
+		return 0;
+	const char *slash = memchr(av, '/', l);
+	size_t glen = slash ? (size_t)(slash - av) : 0;
+	if (slash && memchr(slash + 1, '/', l - glen - 1))
+		return 0; /* not a group/version */
+	const char *kind = sf_jd_str(sf_jd_get(ref, "kind"), NULL);
+	const char *name = sf_jd_str(sf_jd_get(ref, "name"), NULL);
+	return glen == strlen(AW_GROUP) && memcmp(av, AW_GROUP, glen) == 0 && kind &&
+	       strcmp(kind, SF_AWC_KIND) == 0 && name && strcmp(name, awname) == 0;
+}
+
+/* controller-runtime's SetControllerReference. */
+static int set_controller(sf_jd *md, const char *awname, const char *awuid, char *why, size_t wl)
+{
+	sf_jd *refs;
+	int rc = container_member(md, "ownerReferences", SF_JSON_ARRAY, &refs);
+	if (rc == -EINVAL)
+		seterr(why, wl, "metadata.ownerReferences is not a list");
+	if (rc)
+		return rc;
+	size_t n = sf_jd_len(refs), same = n;
+	int seen_controller = 0;
+	for (size_t i = 0; i < n; i++) {
+		sf_jd *r = sf_jd_at(refs, i, NULL);
+		int ctl = 0, ours = refers_to_aw(r, awname);
+		if (same == n && ours)
+			same = i;
+		if (seen_controller || sf_jd_bool(sf_jd_get(r, "controller"), &ctl) || !ctl)
+			continue;
+		seen_controller = 1; /* only the first one counts (metav1.GetControllerOf) */
+		if (!ours) {
+			seterr(why, wl, "Object %s/%s is already owned by another %s controller %s",
+			       str_or_empty(sf_jd_get(md, "namespace")),
+			       str_or_empty(sf_jd_get(md, "name")),
+			       str_or_empty(sf_jd_get(r, "kind")),
+			       str_or_empty(sf_jd_get(r, "name")));
+			return -EINVAL;
+		}
+	}
+	sf_jd *ref = sf_jd_new_obj();
+	if (!ref || sf_jd_set_str(ref, "apiVersion", SF_AWC_API_VERSION) ||
+	    sf_jd_set_str(ref, "kind", SF_AWC_KIND) || sf_jd_set_str(ref, "name", awname) ||
+	    sf_jd_set_str(ref, "uid", awuid) || sf_jd_set_bool(ref, "controller", 1) ||
+	    sf_jd_set_bool(ref, "blockOwnerDeletion", 1)) {
+		sf_jd_free(ref);
+		return -ENOMEM;
+	}
+	if (same == n)
+		return sf_jd_append(refs, ref) ? -ENOMEM : 0;
+	/* Replace entry `same`: rebuild the list, it has no set-at-index. */
+	sf_jd *nl = sf_jd_new_arr();
+	rc = nl ? 0 : -ENOMEM;
+	for (size_t i = 0; i < n && !rc; i++) {
+		sf_jd *e = i == same ? ref : sf_jd_clone(sf_jd_at(refs, i, NULL));
+		if (i == same)
+			ref = NULL;
+		rc = sf_jd_append(nl, e) ? -ENOMEM : 0;
+	}
+	sf_jd_free(ref);
+	if (rc) {
+		sf_jd_free(nl);
+		return rc;
+	}
+	return sf_jd_set(md, "ownerReferences", nl) ? -ENOMEM : 0;
+}
+
+/* The string at key of v into buf: 0, or -EINVAL if absent, empty, not a
+ * string or too long. */
+static int req_str(sf_jv v, char *buf, size_t cap)
+{
+	return sf_jv_str(v, buf, cap) > 0 ? 0 : -EINVAL;
+}
+
+static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, const char *awns,
+                 const char *awuid, const char *sched, char *why, size_t wl)
+{
+	sf_jd *md = sf_jd_get(obj, "metadata");
+	size_t l = 0;
+	sf_jd *nsn = sf_jd_get(md, "namespace");
+	const char *ns = sf_jd_str(nsn, &l);
+	sf_json_type nst = sf_jd_type(nsn);
+	if (nst != SF_JSON_NONE && nst != SF_JSON_NULL && !ns) {
+		seterr(why, wl, "metadata.namespace is not a string");
+		return -EINVAL;
+	}
+	if (!ns || !l) {
+		if (sf_jd_set_str(md, "namespace", awns))
+			return -ENOMEM;
+	} else if (l != strlen(awns) || memcmp(ns, awns, l) != 0) {
+		seterr(why, wl,
+		       "component namespace \"%.*s\" is different from appwrapper namespace "
+		       "\"%s\"",
+		       (int)(l > 253 ? 253 : l), ns, awns);
+		return -EINVAL;
+	}
+
+	/* The object's own label: an existing value is kept (MergeKeepFirst). */
+	sf_jd *lab = sf_jd_new_obj();
+	int rc = !lab || sf_jd_set_str(lab, SF_AWC_LABEL, awname) ? -ENOMEM : 0;
+	if (!rc)
+		rc = merge_map(md, "labels", lab, 0, why, wl);
+	sf_jd_free(lab);
+	if (rc)
+		return rc;
+
+	sf_jv infos = sf_jv_get(comp, "podSetInfos");
+	size_t ninfo = sf_jv_type(infos) == SF_JSON_ARRAY ? sf_jv_len(infos) : 0;
+	for (size_t i = 0; i < pv->n; i++) {
+		char inner[WHY_LEN / 2];
+		sf_jv info = i < ninfo ? sf_jv_at(infos, i) : SF_JV_NONE;
+		rc = inject_podset(obj, &pv->v[i], info, awname, sched, inner, sizeof(inner));
+		if (rc == -EINVAL)
+			seterr(why, wl, "pod set %zu: %s", i, inner);
+		if (rc)
+			return rc;
+	}
+	return set_controller(md, awname, awuid, why, wl);
+}
+
+int sf_awc_build(sf_jv aw, size_t index, const char *scheduler_name, sf_jd **out, int *fatal,
+                 char *err, size_t errlen)
+{
+	char desc[512], why[WHY_LEN], awname[256], awns[256], awuid[256], tmp[256];
+	sf_jv comps;
+	size_t nc = ncomponents(aw, &comps);
+	*out = NULL;
+	*fatal = 1;
+	if (index >= nc) {
+		seterr(err, errlen, "component %zu: no such component (the AppWrapper has %zu)",
+		       index, nc);
+		return -EINVAL;
+	}
+	sf_jv comp = sf_jv_at(comps, index);
+	sf_jv tmpl = sf_jv_get(comp, "template");
+	comp_desc(tmpl, index, desc, sizeof(desc));
+
+	const char *missing = NULL;
+	if (req_str(sf_jv_path(aw, "metadata.name"), awname, sizeof(awname)))
+		missing = "the AppWrapper has no metadata.name";
+	else if (req_str(sf_jv_path(aw, "metadata.namespace"), awns, sizeof(awns)))
+		missing = "the AppWrapper has no metadata.namespace";
+	else if (req_str(sf_jv_path(aw, "metadata.uid"), awuid, sizeof(awuid)))
+		missing = "the AppWrapper has no metadata.uid";
+	else if (sf_jv_type(tmpl) != SF_JSON_OBJECT)
+		missing = "template is not an object";
+	else if (req_str(sf_jv_get(tmpl, "apiVersion"), tmp, sizeof(tmp)))
+		missing = "template has no apiVersion";
+	else if (req_str(sf_jv_get(tmpl, "kind"), tmp, sizeof(tmp)))
+		missing = "template has no kind";
+	else if (sf_jv_type(sf_jv_get(tmpl, "metadata")) != SF_JSON_OBJECT ||
+	         req_str(sf_jv_path(tmpl, "metadata.name"), tmp, sizeof(tmp)))
+		missing = "template has no metadata.name";
+	if (missing) {
+		seterr(err, errlen, "%s: %s", desc, missing);
+		return -EINVAL;
+	}
+
+	psvec pv = {0};
+	sf_jd *obj = NULL;
+	int rc = definitive_podsets(aw, index, &pv, why, sizeof(why));
+	if (!rc) {
+		obj = sf_jd_from_jv(tmpl);
+		rc = obj ? build(obj, comp, &pv, awname, awns, awuid, scheduler_name, why,
+		                 sizeof(why))
+		         : -ENOMEM;
+	}
+	free(pv.v);
+	if (rc) {
+		sf_jd_free(obj);
+		if (rc == -ENOMEM)
+			seterr(err, errlen, "%s: out of memory", desc);
+		else
+			seterr(err, errlen, "%s: %s", desc, why);
+		*fatal = rc != -ENOMEM;
+		return rc;
+	}
+	*out = obj;
+	*fatal = 0;
+	return 0;
+}
+
+/* ---- ownership ---- */
+
+int sf_awc_controller_owner(sf_jv obj, sf_jv *owner_ref_out)
+{
+	sf_jv refs = sf_jv_path(obj, "metadata.ownerReferences");
+	if (sf_jv_type(refs) != SF_JSON_ARRAY)
+		return 0;
+	sf_jv_iter it = sf_jv_iter_init(refs);
+	sf_jv r;
+	while (sf_jv_next(&it, NULL, &r)) {
+		int ctl = 0;
+		if (sf_jv_bool(sf_jv_get(r, "controller"), &ctl) == 0 && ctl) {
+			if (owner_ref_out)
+				*owner_ref_out = r;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int sf_awc_owned_by(sf_jv obj, const char *uid)
+{
+	sf_jv r;
+	if (!uid || !*uid || !sf_awc_controller_owner(obj, &r))
+		return 0;
+	return sf_jv_streq(sf_jv_get(r, "uid"), uid);
+}

@@ -1,0 +1,1584 @@
+/*
+ * controller.c - AppWrapper informers, queue and plan executor (see
+ * controller.h).
+ *
+ * A reconcile of one key: read the AppWrapper from the cache (skipped while
+ * the cache is older than this controller's own last write to it), gather
+ * observations of its components (cache + expectations + live reads) and
+ * pods, run the pure phase machine, then carry out its plan in this order:
+ * the one metadata or status write (a merge patch carrying the
+ * resourceVersion the plan was made from, so nothing newer is clobbered),
+ * then - only if that write landed - events and actions. Results of actions
+ * are remembered per AppWrapper and fed into the next step.
+ *
+ * Destructive actions are guarded by what this controller can prove:
+ * components are deleted only when the object of that name is controlled by
+ * this AppWrapper's UID, with a UID precondition, so a late or repeated
+ * delete can never remove an object that replaced ours; a component
+ * missing from the cache is confirmed with a live GET before the machine
+ * may fail the AppWrapper for it.
+ */
+#include "steadfast/controller.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "steadfast/awcomp.h"
+#include "steadfast/awphase.h"
+#include "steadfast/cache.h"
+#include "steadfast/events.h"
+#include "steadfast/jdoc.h"
+#include "steadfast/log.h"
+#include "steadfast/queue.h"
+#include "steadfast/strmap.h"
+#include "steadfast/time.h"
+
+const sf_gvr SF_GVR_APPWRAPPERS = {"workload.codeflare.dev", "v1beta2", "appwrappers", 1};
+
+#define LOGGER "appwrapper"
+#define FIELD_MANAGER "steadfast"
+#define KIND_RECHECK_MS 5000
+#define NOT_READY_RETRY_MS 200
+
+/* ---- per component kind: discovery result and informer ---- */
+
+typedef enum { K_RESOLVING, K_READY, K_UNKNOWN, K_ERROR } kind_state;
+
+typedef struct kind_ent {
+	struct kind_ent *next;
+	sf_awctl *c;
+	char *api_version, *kind;
+	kind_state state;
+	char errmsg[256];
+	int64_t checked_ms; /* mono, last resolve answer */
+	char *group, *version, *resource;
+	sf_gvr gvr;
+	sf_informer *inf;
+	int reports_failed; /* Job, PyTorchJob: Failed=True means failed */
+} kind_ent;
+
+/* ---- per AppWrapper memory (this term only) ---- */
+
+typedef struct comp_mem {
+	sf_awp_create_outcome create;
+	char create_msg[512];
+	char expect_uid[64]; /* a create of ours not yet seen in the cache */
+	int64_t expect_ms;   /* mono */
+	int64_t confirmed_ms; /* wall */
+	sf_awp_live live;
+	int delete_gone;
+	char deleted_uid[64]; /* the object we asked to delete */
+} comp_mem;
+
+typedef struct aw_mem {
+	char uid[64];
+	char written_rv[32];
+	size_t n;
+	comp_mem *comp;
+} aw_mem;
+
+/* ---- requests in flight ---- */
+
+typedef struct op op;
+
+typedef struct req {
+	struct req *prev, *next;
+	sf_awctl *c;
+	op *o;
+	sf_kube_call *call;
+	void (*done)(struct req *r, const sf_kube_result *res);
+	size_t idx;
+	kind_ent *k;
+	int force;
+	char name[254];
+	char uid[64];
+} req;
+
+struct op {
+	sf_awctl *c;
+	uint64_t term;
+	char *key;
+	sf_obj *aw;
+	sf_awp_plan plan;
+	int pending;
+	int results; /* outcomes the next step must see */
+	int failed;
+	int wrote;
+	int status_write; /* the write is a status write (else metadata) */
+	int64_t t0;
+};
+
+#define NBUCKETS 12
+static const double buckets[NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                         0.5,   1,    2.5,   5,    10,  60};
+
+typedef struct barrier {
+	sf_awctl *c;
+	uint64_t term;
+} barrier;
+
+struct sf_awctl {
+	uv_loop_t *loop;
+	sf_kube_client *client;
+	sf_aw_config cfg;
+	char *ns;
+	long expect_timeout_ms;
+	sf_informer *aw_inf;
+	sf_informer *pod_inf;
+	kind_ent *kinds;
+	sf_queue *queue;
+	sf_events *events;
+	sf_strmap *mem;
+	sf_strmap *phase_counts; /* ns -> unsigned long[SF_AW_NPHASES] */
+	req *reqs;
+	int started;
+	int leading;
+	uint64_t term;
+	int barrier_pending;
+	uint64_t fresh_term; /* the term whose barrier has passed */
+	void (*ready)(void *ud, int err);
+	void *ready_ud;
+	int stopping;
+	int closing_parts;
+	void (*stop_cb)(void *ud);
+	void *stop_ud;
+	sf_awctl_stats st;
+	unsigned long res_success, res_error, res_requeue, res_requeue_after;
+	unsigned long hist[NBUCKETS + 1];
+	double hist_sum;
+	unsigned long hist_count;
+};
+
+static void enqueue_key(sf_awctl *c, const char *key);
+static void start_informer_for_kind(kind_ent *k);
+
+static int64_t mono_ms(void)
+{
+	return sf_mono_ns() / SF_NSEC_PER_MSEC;
+}
+
+static int64_t wall_ms(void)
+{
+	return sf_wall_ns() / SF_NSEC_PER_MSEC;
+}
+
+/* ---- memory ---- */
+
+static void mem_free(void *v)
+{
+	aw_mem *m = v;
+	if (m)
+		free(m->comp);
+	free(m);
+}
+
+static aw_mem *mem_get(sf_awctl *c, const char *key, const sf_obj *aw, size_t ncomp)
+{
+	aw_mem *m = sf_strmap_get(c->mem, key);
+	if (m && strcmp(m->uid, aw->uid) != 0) {
+		/* a new object under an old name */
+		sf_strmap_remove(c->mem, key, NULL);
+		mem_free(m);
+		m = NULL;
+	}
+	if (!m) {
+		m = calloc(1, sizeof(*m));
+		if (!m || sf_strmap_put(c->mem, key, m, NULL) < 0) {
+			free(m);
+			return NULL;
+		}
+		snprintf(m->uid, sizeof(m->uid), "%s", aw->uid);
+	}
+	if (m->n < ncomp) {
+		comp_mem *nc = realloc(m->comp, ncomp * sizeof(*nc));
+		if (!nc)
+			return NULL;
+		memset(nc + m->n, 0, (ncomp - m->n) * sizeof(*nc));
+		m->comp = nc;
+		m->n = ncomp;
+	}
+	return m;
+}
+
+/* ---- requests ---- */
+
+static void req_cb(void *ud, const sf_kube_result *res)
+{
+	req *r = ud;
+	sf_awctl *c = r->c;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		c->reqs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->done(r, res);
+	free(r);
+}
+
+static req *req_new(sf_awctl *c, op *o, void (*done)(req *, const sf_kube_result *))
+{
+	req *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->c = c;
+	r->o = o;
+	r->done = done;
+	return r;
+}
+
+/* Links r after a successful start (rc >= 0), or frees it. */
+static int req_started(sf_awctl *c, req *r, int rc)
+{
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	r->next = c->reqs;
+	if (c->reqs)
+		c->reqs->prev = r;
+	c->reqs = r;
+	return 0;
+}
+
+/* ---- kinds ---- */
+
+static void kind_free(kind_ent *k)
+{
+	if (!k)
+		return;
+	sf_informer_free(k->inf);
+	free(k->api_version);
+	free(k->kind);
+	free(k->group);
+	free(k->version);
+	free(k->resource);
+	free(k);
+}
+
+static int enqueue_each(void *ud, sf_obj *obj)
+{
+	char key[512];
+	if (sf_cache_key(obj->ns, obj->name, key, sizeof(key)) > 0)
+		enqueue_key(ud, key);
+	return 0;
+}
+
+static void enqueue_all(sf_awctl *c)
+{
+	if (c->leading && c->aw_inf)
+		sf_store_each(sf_informer_store(c->aw_inf), enqueue_each, c);
+}
+
+static void on_resolved(void *ud, int err, const char *errmsg, const sf_gvr *gvr)
+{
+	kind_ent *k = ud;
+	sf_awctl *c = k->c;
+	k->checked_ms = mono_ms();
+	if (c->stopping)
+		return;
+	if (err == 0 && gvr) {
+		k->group = strdup(gvr->group);
+		k->version = strdup(gvr->version);
+		k->resource = strdup(gvr->resource);
+		if (!k->group || !k->version || !k->resource) {
+			k->state = K_ERROR;
+			snprintf(k->errmsg, sizeof(k->errmsg), "out of memory");
+			return;
+		}
+		k->gvr = (sf_gvr){k->group, k->version, k->resource, gvr->namespaced};
+		start_informer_for_kind(k);
+		return;
+	}
+	k->state = err == -ENOENT ? K_UNKNOWN : K_ERROR;
+	if (err == -ENOENT)
+		snprintf(k->errmsg, sizeof(k->errmsg), "no matches for kind \"%s\" in version \"%s\"",
+		         k->kind, k->api_version);
+	else
+		snprintf(k->errmsg, sizeof(k->errmsg), "discovery of %s %s failed: %s", k->api_version,
+		         k->kind, errmsg ? errmsg : "");
+	sf_log_warn(LOGGER, "component kind not available", "apiVersion", k->api_version, "kind",
+	            k->kind, "error", k->errmsg, NULL);
+	enqueue_all(c);
+}
+
+static void resolve_kind(kind_ent *k)
+{
+	k->state = K_RESOLVING;
+	int rc = sf_kube_resolve(k->c->client, k->api_version, k->kind, on_resolved, k);
+	if (rc < 0) {
+		k->state = K_ERROR;
+		k->checked_ms = mono_ms();
+		snprintf(k->errmsg, sizeof(k->errmsg), "discovery failed: %s", strerror(-rc));
+	}
+}
+
+/* The entry for apiVersion/kind, resolving and starting its informer on
+ * first use, and re-checking a kind that was unknown a while ago. */
+static kind_ent *kind_get(sf_awctl *c, const char *api_version, const char *kind)
+{
+	kind_ent *k;
+	for (k = c->kinds; k; k = k->next)
+		if (strcmp(k->api_version, api_version) == 0 && strcmp(k->kind, kind) == 0)
+			break;
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return NULL;
+		k->c = c;
+		k->api_version = strdup(api_version);
+		k->kind = strdup(kind);
+		if (!k->api_version || !k->kind) {
+			kind_free(k);
+			return NULL;
+		}
+		k->reports_failed = (strcmp(api_version, "batch/v1") == 0 && strcmp(kind, "Job") == 0) ||
+		                    (strcmp(api_version, "kubeflow.org/v1") == 0 &&
+		                     strcmp(kind, "PyTorchJob") == 0);
+		k->next = c->kinds;
+		c->kinds = k;
+		resolve_kind(k);
+	} else if ((k->state == K_UNKNOWN || k->state == K_ERROR) &&
+	           mono_ms() - k->checked_ms > KIND_RECHECK_MS) {
+		resolve_kind(k);
+	}
+	return k;
+}
+
+static int kind_ready(const kind_ent *k)
+{
+	return k->state == K_READY && sf_informer_synced(k->inf);
+}
+
+/* ---- informer handlers ---- */
+
+static void enqueue_key(sf_awctl *c, const char *key)
+{
+	if (!c->leading || !c->queue || c->fresh_term != c->term)
+		return;
+	sf_queue_add(c->queue, key);
+}
+
+static void enqueue_by_label(sf_awctl *c, const sf_obj *obj)
+{
+	char name[254], key[512];
+	sf_jv labels = sf_jv_path(sf_obj_root(obj), "metadata.labels");
+	if (sf_jv_str(sf_jv_get(labels, SF_AW_LABEL), name, sizeof(name)) <= 0)
+		return;
+	if (sf_cache_key(obj->ns, name, key, sizeof(key)) > 0)
+		enqueue_key(c, key);
+}
+
+static void aw_add(void *ud, sf_obj *obj)
+{
+	enqueue_each(ud, obj);
+}
+
+static void aw_update(void *ud, sf_obj *old, sf_obj *new_obj)
+{
+	(void)old;
+	enqueue_each(ud, new_obj);
+}
+
+static void aw_delete(void *ud, sf_obj *obj)
+{
+	sf_awctl *c = ud;
+	char key[512];
+	if (sf_cache_key(obj->ns, obj->name, key, sizeof(key)) > 0) {
+		void *m = NULL;
+		if (sf_strmap_remove(c->mem, key, &m) == 0)
+			mem_free(m);
+	}
+}
+
+static void labelled_add(void *ud, sf_obj *obj)
+{
+	enqueue_by_label(ud, obj);
+}
+
+static void labelled_update(void *ud, sf_obj *old, sf_obj *new_obj)
+{
+	(void)old;
+	enqueue_by_label(ud, new_obj);
+}
+
+static void labelled_delete(void *ud, sf_obj *obj)
+{
+	enqueue_by_label(ud, obj);
+}
+
+static void kind_synced(void *ud)
+{
+	kind_ent *k = ud;
+	enqueue_all(k->c);
+}
+
+static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, NULL};
+static const sf_informer_handler labelled_handler = {labelled_add, labelled_update,
+                                                     labelled_delete, NULL};
+
+static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, const char *name,
+                        sf_informer **out)
+{
+	static const char *const label_idx[] = {SF_AW_LABEL, NULL};
+	sf_informer_opts o = {0};
+	o.reflector.gvr = gvr;
+	o.reflector.ns = c->ns;
+	o.reflector.label_selector = selector;
+	o.reflector.name = name;
+	o.reflector.strip_managed_fields = 1;
+	o.label_indexes = selector ? label_idx : NULL;
+	o.controller_index = selector != NULL;
+	return sf_informer_new(c->loop, c->client, &o, out);
+}
+
+static void start_informer_for_kind(kind_ent *k)
+{
+	sf_awctl *c = k->c;
+	static const sf_informer_handler h = {labelled_add, labelled_update, labelled_delete, NULL};
+	sf_informer_handler hs = {.on_synced = kind_synced};
+	int rc = informer_for(c, &k->gvr, SF_AW_LABEL, k->resource, &k->inf);
+	if (rc == 0)
+		rc = sf_informer_add_handler(k->inf, &h, c);
+	if (rc == 0)
+		rc = sf_informer_add_handler(k->inf, &hs, k);
+	if (rc == 0)
+		rc = sf_informer_start(k->inf);
+	if (rc < 0) {
+		k->state = K_ERROR;
+		k->checked_ms = mono_ms();
+		snprintf(k->errmsg, sizeof(k->errmsg), "cannot watch %s: %s", k->resource,
+		         strerror(-rc));
+		return;
+	}
+	k->state = K_READY;
+	sf_log_info(LOGGER, "watching component kind", "apiVersion", k->api_version, "kind",
+	            k->kind, "resource", k->resource, NULL);
+}
+
+/* ---- metrics helpers ---- */
+
+static void count_phase(sf_awctl *c, const char *ns, sf_aw_phase p)
+{
+	if (p < 0 || p >= SF_AW_NPHASES)
+		return;
+	unsigned long *v = sf_strmap_get(c->phase_counts, ns);
+	if (!v) {
+		v = calloc(SF_AW_NPHASES, sizeof(*v));
+		if (!v || sf_strmap_put(c->phase_counts, ns, v, NULL) < 0) {
+			free(v);
+			return;
+		}
+	}
+	v[p]++;
+}
+
+/* ---- reconcile ---- */
+
+static void op_finish(op *o);
+static void run_actions(op *o);
+
+static void op_free(op *o)
+{
+	sf_awp_plan_free(&o->plan);
+	sf_obj_unref(o->aw);
+	free(o->key);
+	free(o);
+}
+
+static int op_live(const op *o)
+{
+	return !o->c->stopping && o->c->leading && o->c->term == o->term;
+}
+
+static void op_req_done(op *o)
+{
+	if (--o->pending == 0)
+		op_finish(o);
+}
+
+static aw_mem *op_mem(op *o)
+{
+	if (!op_live(o))
+		return NULL;
+	size_t n = sf_jv_len(sf_jv_path(sf_obj_root(o->aw), "status.componentStatus"));
+	size_t m = sf_jv_len(sf_jv_path(sf_obj_root(o->aw), "spec.components"));
+	return mem_get(o->c, o->key, o->aw, n > m ? n : m);
+}
+
+static void log_result(const char *what, const op *o, const sf_kube_result *res)
+{
+	char buf[512];
+	if (res->err == -EPERM || res->err == -ECANCELED)
+		return; /* fenced or stopping: the election logs that */
+	sf_log_warn(LOGGER, what, "namespace", o->aw->ns, "name", o->aw->name, "error",
+	            sf_kube_result_str(res, buf, sizeof(buf)), NULL);
+}
+
+static kind_ent *comp_kind(op *o, size_t i)
+{
+	sf_jv cs = sf_jv_at(sf_jv_path(sf_obj_root(o->aw), "status.componentStatus"), i);
+	char api[256], kind[128];
+	if (sf_jv_str(sf_jv_get(cs, "apiVersion"), api, sizeof(api)) <= 0 ||
+	    sf_jv_str(sf_jv_get(cs, "kind"), kind, sizeof(kind)) <= 0)
+		return NULL;
+	return kind_get(o->c, api, kind);
+}
+
+static void comp_name(op *o, size_t i, char *buf, size_t n)
+{
+	sf_jv cs = sf_jv_at(sf_jv_path(sf_obj_root(o->aw), "status.componentStatus"), i);
+	if (sf_jv_str(sf_jv_get(cs, "name"), buf, n) < 0)
+		buf[0] = 0;
+}
+
+/* -- create -- */
+
+static void set_create(op *o, size_t i, sf_awp_create_outcome oc, const char *msg)
+{
+	aw_mem *m = op_mem(o);
+	if (!m || i >= m->n)
+		return;
+	m->comp[i].create = oc;
+	snprintf(m->comp[i].create_msg, sizeof(m->comp[i].create_msg), "%s", msg ? msg : "");
+	o->results++;
+}
+
+static void adopt_get_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	if (sf_kube_ok(res) && res->obj) {
+		sf_jv obj = sf_obj_root(res->obj);
+		if (sf_awc_owned_by(obj, o->aw->uid)) {
+			aw_mem *m = op_mem(o);
+			if (m && r->idx < m->n) {
+				comp_mem *cm = &m->comp[r->idx];
+				snprintf(cm->expect_uid, sizeof(cm->expect_uid), "%s", res->obj->uid);
+				cm->expect_ms = mono_ms();
+				cm->confirmed_ms = wall_ms();
+				cm->delete_gone = 0;
+				cm->live = SF_AWP_LIVE_NONE;
+			}
+			o->c->st.adopted++;
+			sf_log_info(LOGGER, "component already exists and is ours: adopted", "namespace",
+			            o->aw->ns, "name", o->aw->name, "component", r->name, NULL);
+			set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
+		} else {
+			char msg[512], okind[64] = "", oname[254] = "";
+			sf_jv ref;
+			if (sf_awc_controller_owner(obj, &ref)) {
+				sf_jv_str(sf_jv_get(ref, "kind"), okind, sizeof(okind));
+				sf_jv_str(sf_jv_get(ref, "name"), oname, sizeof(oname));
+				snprintf(msg, sizeof(msg),
+				         "%s %s exists, but is controlled by %s %s, not by this AppWrapper",
+				         r->k->kind, r->name, okind, oname);
+			} else {
+				snprintf(msg, sizeof(msg),
+				         "%s %s exists, but is not controlled by this AppWrapper", r->k->kind,
+				         r->name);
+			}
+			set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
+		}
+	} else if (sf_kube_is_not_found(res)) {
+		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE, "component vanished while checking its owner");
+	} else {
+		log_result("reading an existing component failed", o, res);
+		o->failed = 1;
+	}
+	op_req_done(o);
+}
+
+static void create_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	sf_awctl *c = r->c;
+	if (res->err == -EPERM || res->err == -ECANCELED || !op_live(o)) {
+		op_req_done(o);
+		return;
+	}
+	if (sf_kube_ok(res)) {
+		aw_mem *m = op_mem(o);
+		if (m && r->idx < m->n) {
+			comp_mem *cm = &m->comp[r->idx];
+			snprintf(cm->expect_uid, sizeof(cm->expect_uid), "%s",
+			         res->obj ? res->obj->uid : "");
+			cm->expect_ms = mono_ms();
+			cm->confirmed_ms = wall_ms();
+			cm->delete_gone = 0;
+			cm->live = SF_AWP_LIVE_NONE;
+			cm->deleted_uid[0] = 0;
+		}
+		c->st.creates++;
+		sf_log_info(LOGGER, "component created", "namespace", o->aw->ns, "name", o->aw->name,
+		            "kind", r->k->kind, "component", r->name, NULL);
+		set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
+		op_req_done(o);
+		return;
+	}
+	if (sf_kube_is_already_exists(res)) {
+		/* ours from an earlier attempt (adopt) or someone else's: ask
+		 * the API server, not the cache */
+		req *g = req_new(c, o, adopt_get_done);
+		if (g) {
+			g->idx = r->idx;
+			g->k = r->k;
+			memcpy(g->name, r->name, sizeof(g->name));
+			if (req_started(c, g,
+			                sf_kube_get(c->client, &r->k->gvr, o->aw->ns, r->name, req_cb, g,
+			                            &g->call)) == 0)
+				return; /* adopt_get_done ends this request */
+		}
+		o->failed = 1;
+		op_req_done(o);
+		return;
+	}
+	char msg[512];
+	const char *m = res->status && res->status->message[0] ? res->status->message
+	                                                       : (res->errmsg ? res->errmsg : "");
+	snprintf(msg, sizeof(msg), "%s", m);
+	if (sf_kube_is_invalid(res) || sf_kube_is_not_found(res) || res->http_status == 400)
+		set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
+	else
+		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE, msg);
+	log_result("component create failed", o, res);
+	op_req_done(o);
+}
+
+static void start_create(op *o, size_t i)
+{
+	sf_awctl *c = o->c;
+	kind_ent *k = comp_kind(o, i);
+	char err[512];
+	if (!k) {
+		set_create(o, i, SF_AWP_CREATE_FATAL, "componentStatus entry without kind");
+		return;
+	}
+	if (k->state == K_UNKNOWN) {
+		set_create(o, i, SF_AWP_CREATE_FATAL, k->errmsg);
+		return;
+	}
+	if (k->state != K_READY) {
+		set_create(o, i, SF_AWP_CREATE_RETRYABLE, k->errmsg[0] ? k->errmsg : "kind not resolved yet");
+		return;
+	}
+	sf_jd *obj = NULL;
+	int fatal = 0;
+	int rc = sf_awc_build(sf_obj_root(o->aw), i, c->cfg.scheduler_name, &obj, &fatal, err,
+	                      sizeof(err));
+	if (rc < 0) {
+		set_create(o, i, fatal ? SF_AWP_CREATE_FATAL : SF_AWP_CREATE_RETRYABLE, err);
+		return;
+	}
+	char *body = sf_jd_dump(obj);
+	sf_jd_free(obj);
+	req *r = body ? req_new(c, o, create_done) : NULL;
+	if (!r) {
+		free(body);
+		o->failed = 1;
+		return;
+	}
+	r->idx = i;
+	r->k = k;
+	comp_name(o, i, r->name, sizeof(r->name));
+	o->pending++;
+	rc = req_started(c, r, sf_kube_create(c->client, &k->gvr, o->aw->ns, body, req_cb, r, &r->call));
+	free(body);
+	if (rc < 0) {
+		o->pending--;
+		o->failed = 1;
+	}
+}
+
+/* -- verify (live GET for the missing check) -- */
+
+static void verify_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	aw_mem *m = op_mem(o);
+	if (m && r->idx < m->n) {
+		comp_mem *cm = &m->comp[r->idx];
+		if (sf_kube_is_not_found(res)) {
+			cm->live = SF_AWP_LIVE_MISSING;
+			o->results++;
+			sf_log_info(LOGGER, "component confirmed missing by a live read", "namespace",
+			            o->aw->ns, "name", o->aw->name, "component", r->name, NULL);
+		} else if (sf_kube_ok(res) && res->obj) {
+			sf_jv obj = sf_obj_root(res->obj);
+			int deleting = sf_jv_ok(sf_jv_path(obj, "metadata.deletionTimestamp"));
+			if (!sf_awc_owned_by(obj, o->aw->uid) ||
+			    (deleting && strcmp(cm->deleted_uid, res->obj->uid) != 0)) {
+				cm->live = SF_AWP_LIVE_MISSING;
+				sf_log_info(LOGGER,
+				            "component replaced or being deleted by someone else",
+				            "namespace", o->aw->ns, "name", o->aw->name, "component",
+				            r->name, NULL);
+			} else {
+				/* the cache was behind: not missing */
+				cm->live = SF_AWP_LIVE_NONE;
+				cm->confirmed_ms = wall_ms();
+				o->c->st.missing_suppressed++;
+				sf_log_debug(LOGGER,
+				             "component absent from the cache exists: not missing",
+				             "namespace", o->aw->ns, "name", o->aw->name, "component",
+				             r->name, NULL);
+			}
+			o->results++;
+		} else {
+			log_result("live read of a component failed", o, res);
+			o->failed = 1;
+		}
+	}
+	op_req_done(o);
+}
+
+static void start_verify(op *o, size_t i)
+{
+	sf_awctl *c = o->c;
+	kind_ent *k = comp_kind(o, i);
+	aw_mem *m = op_mem(o);
+	if (!k || !m)
+		return;
+	if (k->state == K_UNKNOWN) {
+		/* the kind is gone from discovery: so are its objects */
+		m->comp[i].live = SF_AWP_LIVE_MISSING;
+		o->results++;
+		return;
+	}
+	if (k->state != K_READY) {
+		o->failed = 1;
+		return;
+	}
+	req *r = req_new(c, o, verify_done);
+	if (!r) {
+		o->failed = 1;
+		return;
+	}
+	r->idx = i;
+	r->k = k;
+	comp_name(o, i, r->name, sizeof(r->name));
+	c->st.verifies++;
+	o->pending++;
+	if (req_started(c, r, sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) <
+	    0) {
+		o->pending--;
+		o->failed = 1;
+	}
+}
+
+/* -- delete (UID-guarded) -- */
+
+static void delete_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	aw_mem *m = op_mem(o);
+	if (m && r->idx < m->n) {
+		comp_mem *cm = &m->comp[r->idx];
+		if (sf_kube_ok(res)) {
+			snprintf(cm->deleted_uid, sizeof(cm->deleted_uid), "%s", r->uid);
+			o->c->st.deletes++;
+		} else if (sf_kube_is_not_found(res) || sf_kube_is_conflict(res)) {
+			/* gone, or the name now holds another object (UID
+			 * precondition failed): nothing of ours is left */
+			cm->delete_gone = 1;
+			o->results++;
+		} else {
+			log_result("component delete failed", o, res);
+		}
+	}
+	op_req_done(o);
+}
+
+static void send_delete(op *o, req *r)
+{
+	sf_awctl *c = o->c;
+	sf_kube_delete_opts d = {.propagation = "Background", .precond_uid = r->uid,
+	                         .grace_seconds = r->force ? 0 : -1};
+	r->done = delete_done;
+	if (req_started(c, r,
+	                sf_kube_delete(c->client, &r->k->gvr, o->aw->ns, r->name, &d, req_cb, r,
+	                               &r->call)) < 0) {
+		o->failed = 1;
+		op_req_done(o);
+	}
+}
+
+static void delete_lookup_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	aw_mem *m = op_mem(o);
+	if (!m || r->idx >= m->n) {
+		op_req_done(o);
+		return;
+	}
+	if (sf_kube_is_not_found(res) ||
+	    (sf_kube_ok(res) && res->obj && !sf_awc_owned_by(sf_obj_root(res->obj), o->aw->uid))) {
+		m->comp[r->idx].delete_gone = 1;
+		o->results++;
+		op_req_done(o);
+		return;
+	}
+	if (!sf_kube_ok(res) || !res->obj) {
+		log_result("reading a component before deleting it failed", o, res);
+		op_req_done(o);
+		return;
+	}
+	req *d = req_new(o->c, o, delete_done);
+	if (!d) {
+		o->failed = 1;
+		op_req_done(o);
+		return;
+	}
+	d->idx = r->idx;
+	d->k = r->k;
+	d->force = r->force;
+	memcpy(d->name, r->name, sizeof(d->name));
+	snprintf(d->uid, sizeof(d->uid), "%s", res->obj->uid);
+	send_delete(o, d);
+}
+
+static void start_delete(op *o, size_t i, int force)
+{
+	sf_awctl *c = o->c;
+	kind_ent *k = comp_kind(o, i);
+	aw_mem *m = op_mem(o);
+	if (!k || !m)
+		return;
+	if (k->state == K_UNKNOWN) {
+		m->comp[i].delete_gone = 1;
+		o->results++;
+		return;
+	}
+	if (!kind_ready(k)) {
+		o->failed = 1;
+		return;
+	}
+	req *r = req_new(c, o, delete_lookup_done);
+	if (!r) {
+		o->failed = 1;
+		return;
+	}
+	r->idx = i;
+	r->k = k;
+	r->force = force;
+	comp_name(o, i, r->name, sizeof(r->name));
+	o->pending++;
+	sf_obj *cached = sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, r->name);
+	if (cached) {
+		if (!sf_awc_owned_by(sf_obj_root(cached), o->aw->uid)) {
+			/* not ours: never delete it */
+			free(r);
+			m->comp[i].delete_gone = 1;
+			o->results++;
+			o->pending--;
+			return;
+		}
+		snprintf(r->uid, sizeof(r->uid), "%s", cached->uid);
+		send_delete(o, r);
+		return;
+	}
+	/* not in the cache: ask the API server who holds the name */
+	if (req_started(c, r, sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) <
+	    0) {
+		o->pending--;
+		o->failed = 1;
+	}
+}
+
+typedef struct pod_visit {
+	op *o;
+	const char *ns;
+} pod_visit;
+
+static void pod_delete_done(req *r, const sf_kube_result *res)
+{
+	if (!sf_kube_ok(res) && !sf_kube_is_not_found(res) && !sf_kube_is_conflict(res))
+		log_result("forceful pod delete failed", r->o, res);
+	op_req_done(r->o);
+}
+
+static int delete_pod_visit(void *ud, sf_obj *pod)
+{
+	pod_visit *v = ud;
+	op *o = v->o;
+	if (strcmp(pod->ns, v->ns) != 0)
+		return 0;
+	req *r = req_new(o->c, o, pod_delete_done);
+	if (!r)
+		return -ENOMEM;
+	sf_kube_delete_opts d = {.precond_uid = pod->uid, .grace_seconds = 0};
+	o->pending++;
+	if (req_started(o->c, r,
+	                sf_kube_delete(o->c->client, &SF_GVR_PODS, pod->ns, pod->name, &d, req_cb, r,
+	                               &r->call)) < 0)
+		o->pending--;
+	return 0;
+}
+
+static void run_actions(op *o)
+{
+	sf_awctl *c = o->c;
+	o->pending++; /* held while starting */
+	for (size_t i = 0; i < o->plan.nacts && op_live(o); i++) {
+		const sf_awp_act *a = &o->plan.acts[i];
+		switch (a->kind) {
+		case SF_AWP_ACT_CREATE: start_create(o, a->idx); break;
+		case SF_AWP_ACT_VERIFY: start_verify(o, a->idx); break;
+		case SF_AWP_ACT_DELETE: start_delete(o, a->idx, 0); break;
+		case SF_AWP_ACT_DELETE_FORCE: start_delete(o, a->idx, 1); break;
+		case SF_AWP_ACT_DELETE_PODS: {
+			pod_visit v = {o, o->aw->ns};
+			sf_store_index_each(sf_informer_store(c->pod_inf), SF_AW_LABEL, o->aw->name,
+			                    delete_pod_visit, &v);
+			break;
+		}
+		}
+	}
+	op_req_done(o);
+}
+
+static void emit_events(op *o)
+{
+	for (size_t i = 0; i < o->plan.nevents; i++) {
+		const sf_awp_event *e = &o->plan.events[i];
+		sf_events_emit(o->c->events, o->aw, SF_AW_API_VERSION, "AppWrapper",
+		               e->warning ? "Warning" : "Normal", e->reason, e->message);
+	}
+}
+
+static void write_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	sf_awctl *c = r->c;
+	if (!op_live(o)) {
+		op_req_done(o);
+		return;
+	}
+	if (sf_kube_ok(res)) {
+		o->wrote = 1;
+		aw_mem *m = op_mem(o);
+		if (m && res->obj)
+			snprintf(m->written_rv, sizeof(m->written_rv), "%s", res->obj->rv);
+		if (o->status_write) {
+			c->st.status_writes++;
+			if (o->plan.to != o->plan.from) {
+				count_phase(c, o->aw->ns, o->plan.to);
+				sf_log_info(LOGGER, sf_aw_phase_name(o->plan.to), "namespace", o->aw->ns,
+				            "name", o->aw->name, "phase", sf_aw_phase_name(o->plan.to),
+				            "from", sf_aw_phase_name(o->plan.from), "why", o->plan.why,
+				            NULL);
+			}
+		} else {
+			sf_log_info(LOGGER, o->plan.why, "namespace", o->aw->ns, "name", o->aw->name,
+			            NULL);
+		}
+		emit_events(o);
+		run_actions(o);
+	} else if (sf_kube_is_conflict(res)) {
+		/* someone wrote after our read: read again, never overwrite */
+		c->st.conflicts++;
+		o->failed = 1;
+	} else if (sf_kube_is_not_found(res)) {
+		/* deleted meanwhile */
+	} else {
+		log_result("AppWrapper write failed", o, res);
+		o->failed = 1;
+	}
+	op_req_done(o);
+}
+
+/* The one write of a step: merge patch with the resourceVersion it read. */
+static int start_write(op *o)
+{
+	sf_awctl *c = o->c;
+	sf_jd *patch = NULL;
+	const char *sub = NULL;
+	int rc = -ENOMEM;
+	if (o->plan.meta_patch) {
+		patch = o->plan.meta_patch;
+		o->plan.meta_patch = NULL;
+	} else {
+		patch = sf_jd_new_obj();
+		sf_jd *st = o->plan.status;
+		o->plan.status = NULL; /* handed to the patch */
+		if (!patch) {
+			sf_jd_free(st);
+			return -ENOMEM;
+		}
+		if (sf_jd_set(patch, "status", st) < 0) {
+			sf_jd_free(patch);
+			return -ENOMEM;
+		}
+		o->status_write = 1;
+		sub = "status";
+	}
+	sf_jd *md = sf_jd_obj_member(patch, "metadata");
+	char *body = NULL;
+	if (md && sf_jd_set_str(md, "resourceVersion", o->aw->rv) == 0)
+		body = sf_jd_dump(patch);
+	sf_jd_free(patch);
+	req *r = body ? req_new(c, o, write_done) : NULL;
+	if (r) {
+		o->pending++;
+		rc = req_started(c, r,
+		                 sf_kube_patch(c->client, &SF_GVR_APPWRAPPERS, o->aw->ns, o->aw->name, sub,
+		                               SF_PATCH_MERGE, body, NULL, 0, req_cb, r, &r->call));
+		if (rc < 0)
+			o->pending--;
+	}
+	free(body);
+	return rc;
+}
+
+static void observe_hist(sf_awctl *c, double s)
+{
+	int b = 0;
+	while (b < NBUCKETS && s > buckets[b])
+		b++;
+	c->hist[b]++;
+	c->hist_sum += s;
+	c->hist_count++;
+}
+
+static void op_finish(op *o)
+{
+	sf_awctl *c = o->c;
+	int live = op_live(o);
+	observe_hist(c, (double)(sf_mono_ns() - o->t0) / 1e9);
+	c->st.reconciles++;
+	if (live) {
+		if (o->failed) {
+			c->st.reconcile_errors++;
+			c->res_error++;
+			sf_queue_add_rate_limited(c->queue, o->key);
+		} else {
+			sf_queue_forget(c->queue, o->key);
+			int64_t rq = o->plan.requeue_ms;
+			if (o->results > 0) {
+				c->res_requeue++;
+				sf_queue_add(c->queue, o->key);
+			} else if (rq > 0) {
+				c->res_requeue_after++;
+				sf_queue_add_after(c->queue, o->key, (uint64_t)rq);
+			} else if (rq == 0) {
+				c->res_requeue++;
+				/* after a write the informer brings the new
+				 * version; this is only a fallback */
+				if (o->wrote)
+					sf_queue_add_after(c->queue, o->key, 2000);
+				else
+					sf_queue_add(c->queue, o->key);
+			} else {
+				c->res_success++;
+			}
+		}
+	}
+	if (c->queue)
+		sf_queue_done(c->queue, o->key);
+	op_free(o);
+}
+
+typedef struct comp_visit {
+	sf_awp_pods *pods;
+	const char *ns;
+	const sf_aw_settings *s;
+} comp_visit;
+
+static int pod_visit_fn(void *ud, sf_obj *pod)
+{
+	comp_visit *v = ud;
+	if (strcmp(pod->ns, v->ns) == 0)
+		sf_awp_pods_add(v->pods, sf_obj_root(pod), v->s);
+	return 0;
+}
+
+static int failed_condition(sf_jv obj)
+{
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(obj, "status.conditions"));
+	sf_jv cd;
+	while (sf_jv_next(&it, NULL, &cd))
+		if (sf_jv_streq(sf_jv_get(cd, "type"), "Failed") &&
+		    sf_jv_streq(sf_jv_get(cd, "status"), "True"))
+			return 1;
+	return 0;
+}
+
+/* Fills comps[] from the caches and memory. Returns 0, or 1 when a kind is
+ * not ready yet (try again shortly). */
+static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps, size_t n)
+{
+	sf_jv css = sf_jv_path(sf_obj_root(o->aw), "status.componentStatus");
+	int64_t now_mono = mono_ms();
+	for (size_t i = 0; i < n; i++) {
+		sf_jv cs = sf_jv_at(css, i);
+		char api[256], kind[128], name[254];
+		comp_mem *cm = &m->comp[i];
+		sf_awp_comp *oc = &comps[i];
+		memset(oc, 0, sizeof(*oc));
+		oc->create = cm->create;
+		oc->create_msg = cm->create_msg;
+		oc->live = cm->live;
+		oc->delete_gone = cm->delete_gone;
+		if (sf_jv_str(sf_jv_get(cs, "apiVersion"), api, sizeof(api)) <= 0 ||
+		    sf_jv_str(sf_jv_get(cs, "kind"), kind, sizeof(kind)) <= 0 ||
+		    sf_jv_str(sf_jv_get(cs, "name"), name, sizeof(name)) <= 0)
+			continue;
+		kind_ent *k = kind_get(c, api, kind);
+		if (!k || k->state == K_RESOLVING || (k->state == K_READY && !sf_informer_synced(k->inf)))
+			return 1;
+		sf_obj *obj = k->state == K_READY
+		                  ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, name)
+		                  : NULL;
+		if (obj && sf_awc_owned_by(sf_obj_root(obj), o->aw->uid)) {
+			oc->state = SF_AWP_COMP_PRESENT;
+			oc->deleting = sf_jv_ok(sf_jv_path(sf_obj_root(obj), "metadata.deletionTimestamp"));
+			oc->failed = k->reports_failed && failed_condition(sf_obj_root(obj));
+			if (!oc->deleting) {
+				cm->confirmed_ms = wall_ms();
+				cm->live = SF_AWP_LIVE_NONE;
+				oc->live = SF_AWP_LIVE_NONE;
+			}
+			if (strcmp(cm->expect_uid, obj->uid) == 0)
+				cm->expect_uid[0] = 0;
+		} else if (cm->expect_uid[0] && now_mono - cm->expect_ms < c->expect_timeout_ms) {
+			oc->state = SF_AWP_COMP_PENDING;
+		} else {
+			cm->expect_uid[0] = 0;
+			oc->state = SF_AWP_COMP_ABSENT;
+		}
+		oc->confirmed_ms = cm->confirmed_ms;
+		/* a retryable create error is reported to one step only, so
+		 * the next one tries again */
+		if (cm->create == SF_AWP_CREATE_RETRYABLE)
+			cm->create = SF_AWP_CREATE_NONE;
+	}
+	return 0;
+}
+
+static void process(void *ud, const char *key)
+{
+	sf_awctl *c = ud;
+	char err[512];
+	if (!c->leading || c->stopping) {
+		sf_queue_done(c->queue, key);
+		return;
+	}
+	sf_obj *aw = sf_store_get(sf_informer_store(c->aw_inf), key);
+	if (!aw) {
+		void *m = NULL;
+		if (sf_strmap_remove(c->mem, key, &m) == 0)
+			mem_free(m);
+		sf_queue_forget(c->queue, key);
+		sf_queue_done(c->queue, key);
+		return;
+	}
+	op *o = calloc(1, sizeof(*o));
+	if (!o || !(o->key = strdup(key))) {
+		free(o);
+		sf_queue_add_rate_limited(c->queue, key);
+		sf_queue_done(c->queue, key);
+		return;
+	}
+	o->c = c;
+	o->term = c->term;
+	o->aw = sf_obj_ref(aw);
+	o->t0 = sf_mono_ns();
+	o->plan.requeue_ms = -1;
+
+	aw_mem *m = op_mem(o);
+	if (!m) {
+		o->failed = 1;
+		op_finish(o);
+		return;
+	}
+	if (m->written_rv[0] && sf_rv_cmp(aw->rv, m->written_rv) < 0) {
+		/* our own last write is not in the cache yet: its event will
+		 * bring this key back */
+		op_finish(o);
+		return;
+	}
+	sf_aw_settings s;
+	sf_aw_settings_resolve(&c->cfg, sf_jv_path(sf_obj_root(aw), "metadata.annotations"), &s);
+	if (s.warning[0])
+		sf_log_debug(LOGGER, "malformed annotation; using the default", "namespace", aw->ns,
+		             "name", aw->name, "detail", s.warning, NULL);
+	size_t n = sf_jv_len(sf_jv_path(sf_obj_root(aw), "status.componentStatus"));
+	sf_awp_comp *comps = n ? calloc(n, sizeof(*comps)) : NULL;
+	if (n && !comps) {
+		o->failed = 1;
+		op_finish(o);
+		return;
+	}
+	if (observe_components(c, o, m, comps, n)) {
+		free(comps);
+		o->plan.requeue_ms = NOT_READY_RETRY_MS;
+		op_finish(o);
+		return;
+	}
+	sf_awp_pods pods = {0};
+	comp_visit v = {&pods, aw->ns, &s};
+	sf_store_index_each(sf_informer_store(c->pod_inf), SF_AW_LABEL, aw->name, pod_visit_fn, &v);
+	int64_t expected = 0;
+	if (n && sf_awc_expected_pods(sf_obj_root(aw), &expected, err, sizeof(err)) < 0)
+		expected = 0;
+	sf_awp_input in = {
+	    .aw = sf_obj_root(aw),
+	    .cfg = &c->cfg,
+	    .s = &s,
+	    .now_ms = wall_ms(),
+	    .comp = comps,
+	    .ncomp = n,
+	    .pods = &pods,
+	    .expected_pods = expected,
+	};
+	int rc = sf_awp_step(&in, &o->plan, err, sizeof(err));
+	free(comps);
+	if (rc < 0) {
+		sf_log_error(LOGGER, "cannot reconcile", "namespace", aw->ns, "name", aw->name, "error",
+		             rc == -ENOMEM ? "out of memory" : err, NULL);
+		o->failed = 1;
+		op_finish(o);
+		return;
+	}
+	if (o->plan.suppressed_missing)
+		sf_log_debug(LOGGER, "component not in the cache; not acting on it yet", "namespace",
+		             aw->ns, "name", aw->name, NULL);
+	o->pending = 1; /* held while starting */
+	if (o->plan.meta_patch || o->plan.status) {
+		if (start_write(o) < 0)
+			o->failed = 1;
+	} else {
+		emit_events(o);
+		run_actions(o);
+	}
+	op_req_done(o);
+}
+
+/* ---- lifecycle ---- */
+
+int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *opts,
+                 sf_awctl **out)
+{
+	sf_awctl *c = calloc(1, sizeof(*c));
+	int rc = -ENOMEM;
+	if (!c)
+		return -ENOMEM;
+	c->loop = loop;
+	c->client = client;
+	if (opts && opts->cfg)
+		c->cfg = *opts->cfg;
+	else
+		sf_awcfg_defaults(&c->cfg);
+	c->expect_timeout_ms =
+	    opts && opts->expectation_timeout_ms > 0 ? opts->expectation_timeout_ms : 60000;
+	if (opts && opts->ns && opts->ns[0] && !(c->ns = strdup(opts->ns)))
+		goto fail;
+	sf_queue_opts q = {
+	    .name = "appwrapper",
+	    .max_in_flight = opts && opts->workers ? opts->workers : 16,
+	    .process = process,
+	    .ud = c,
+	};
+	sf_events_opts eo = {.component = "appwrapper-controller",
+	                     .instance = opts ? opts->identity : NULL};
+	if ((rc = sf_strmap_new(0, 64, &c->mem)) < 0 || (rc = sf_strmap_new(0, 8, &c->phase_counts)) < 0 ||
+	    (rc = sf_queue_new(loop, &q, &c->queue)) < 0 ||
+	    (rc = sf_events_new(loop, client, &eo, &c->events)) < 0)
+		goto fail;
+	sf_queue_shutdown(c->queue, NULL, NULL); /* opened by lead */
+	if ((rc = informer_for(c, &SF_GVR_APPWRAPPERS, NULL, "appwrappers", &c->aw_inf)) < 0 ||
+	    (rc = informer_for(c, &SF_GVR_PODS, SF_AW_LABEL, "pods", &c->pod_inf)) < 0 ||
+	    (rc = sf_informer_add_handler(c->aw_inf, &aw_handler, c)) < 0 ||
+	    (rc = sf_informer_add_handler(c->pod_inf, &labelled_handler, c)) < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	sf_awctl_free(c);
+	return rc;
+}
+
+int sf_awctl_start(sf_awctl *c)
+{
+	int rc;
+	if (c->started)
+		return -EALREADY;
+	if ((rc = sf_informer_start(c->aw_inf)) < 0 || (rc = sf_informer_start(c->pod_inf)) < 0)
+		return rc;
+	c->started = 1;
+	return 0;
+}
+
+static void barrier_step(sf_awctl *c)
+{
+	if (--c->barrier_pending > 0)
+		return;
+	if (!c->leading || c->stopping)
+		return;
+	c->fresh_term = c->term;
+	sf_log_info(LOGGER, "caches are at least as new as the lease", NULL);
+	void (*cb)(void *, int) = c->ready;
+	c->ready = NULL;
+	if (cb)
+		cb(c->ready_ud, 0);
+}
+
+static void barrier_cb(void *ud, int err)
+{
+	barrier *b = ud;
+	sf_awctl *c = b->c;
+	uint64_t term = b->term;
+	free(b);
+	if (term != c->term)
+		return;
+	if (err < 0) {
+		void (*cb)(void *, int) = c->ready;
+		c->ready = NULL;
+		if (cb)
+			cb(c->ready_ud, err);
+		return;
+	}
+	barrier_step(c);
+}
+
+static int barrier_add(sf_awctl *c, sf_informer *inf, const char *rv)
+{
+	barrier *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->c = c;
+	b->term = c->term;
+	c->barrier_pending++;
+	int rc = sf_informer_wait_rv(inf, rv ? rv : "", barrier_cb, b, NULL);
+	if (rc == 1) {
+		free(b);
+		c->barrier_pending--;
+		return 0;
+	}
+	if (rc < 0) {
+		free(b);
+		c->barrier_pending--;
+		return rc;
+	}
+	/* behind: a quorum LIST gets there now instead of at the next
+	 * event or bookmark */
+	if (rv && rv[0] && sf_informer_synced(inf))
+		sf_reflector_relist(sf_informer_reflector(inf));
+	return 0;
+}
+
+int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err), void *ud)
+{
+	int rc = 0;
+	if (c->stopping)
+		return -ESHUTDOWN;
+	c->term++;
+	c->leading = 1;
+	c->ready = ready;
+	c->ready_ud = ud;
+	c->barrier_pending = 1;
+	if ((rc = barrier_add(c, c->aw_inf, rv)) == 0 && (rc = barrier_add(c, c->pod_inf, rv)) == 0)
+		for (kind_ent *k = c->kinds; k && rc == 0; k = k->next)
+			if (k->state == K_READY)
+				rc = barrier_add(c, k->inf, rv);
+	if (rc < 0) {
+		c->leading = 0;
+		c->ready = NULL;
+		return rc;
+	}
+	barrier_step(c);
+	return 0;
+}
+
+int sf_awctl_activate(sf_awctl *c)
+{
+	if (!c->leading || c->stopping || c->fresh_term != c->term)
+		return -EAGAIN;
+	sf_queue_reopen(c->queue);
+	sf_log_info(LOGGER, "reconciling", NULL);
+	enqueue_all(c);
+	return 0;
+}
+
+void sf_awctl_unlead(sf_awctl *c)
+{
+	if (!c->leading)
+		return;
+	c->leading = 0;
+	c->term++;
+	c->ready = NULL;
+	sf_queue_shutdown(c->queue, NULL, NULL);
+	sf_strmap_clear(c->mem, mem_free);
+	sf_events_reset(c->events);
+	sf_log_info(LOGGER, "stopped reconciling", NULL);
+}
+
+int sf_awctl_synced(const sf_awctl *c)
+{
+	return sf_informer_synced(c->aw_inf) && sf_informer_synced(c->pod_inf);
+}
+
+int sf_awctl_leading(const sf_awctl *c)
+{
+	return c->leading;
+}
+
+static void part_closed(void *ud)
+{
+	sf_awctl *c = ud;
+	if (--c->closing_parts > 0)
+		return;
+	void (*cb)(void *) = c->stop_cb;
+	c->stop_cb = NULL;
+	c->queue = NULL;
+	if (cb)
+		cb(c->stop_ud);
+}
+
+void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
+{
+	sf_awctl_unlead(c);
+	c->stopping = 1;
+	c->stop_cb = cb;
+	c->stop_ud = ud;
+	c->closing_parts = 1;
+	for (req *r = c->reqs; r; r = r->next)
+		sf_kube_call_cancel(r->call);
+	c->closing_parts++;
+	sf_informer_stop(c->aw_inf, part_closed, c);
+	c->closing_parts++;
+	sf_informer_stop(c->pod_inf, part_closed, c);
+	for (kind_ent *k = c->kinds; k; k = k->next)
+		if (k->inf) {
+			c->closing_parts++;
+			sf_informer_stop(k->inf, part_closed, c);
+		}
+	c->closing_parts++;
+	sf_queue_close(c->queue, part_closed, c);
+	part_closed(c);
+}
+
+void sf_awctl_free(sf_awctl *c)
+{
+	if (!c)
+		return;
+	if (c->queue && !c->stopping)
+		sf_queue_close(c->queue, NULL, NULL);
+	sf_informer_free(c->aw_inf);
+	sf_informer_free(c->pod_inf);
+	while (c->kinds) {
+		kind_ent *k = c->kinds;
+		c->kinds = k->next;
+		kind_free(k);
+	}
+	sf_events_free(c->events);
+	sf_strmap_free(c->mem, mem_free);
+	sf_strmap_free(c->phase_counts, free);
+	free(c->ns);
+	free(c);
+}
+
+void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out)
+{
+	*out = c->st;
+	sf_events_stats es;
+	sf_events_stats_get(c->events, &es);
+	out->events_created = es.created;
+	out->events_aggregated = es.aggregated;
+}
+
+int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out)
+{
+	int rc = 0;
+	rc |= sf_buf_puts(out, "# HELP appwrapper_phase_total Total number of appwrappers per phase\n"
+	                       "# TYPE appwrapper_phase_total counter\n");
+	sf_strmap_iter it = SF_STRMAP_ITER_INIT;
+	const char *ns;
+	void *v;
+	while (sf_strmap_next(c->phase_counts, &it, &ns, &v)) {
+		const unsigned long *cnt = v;
+		for (int p = 1; p < SF_AW_NPHASES; p++)
+			if (cnt[p])
+				rc |= sf_buf_printf(out,
+				                    "appwrapper_phase_total{namespace=\"%s\",phase=\"%s\"} %lu\n",
+				                    ns, sf_aw_phase_name((sf_aw_phase)p), cnt[p]);
+	}
+	rc |= sf_buf_puts(out, "# HELP controller_runtime_reconcile_total Total number of reconciliations per controller\n"
+	                       "# TYPE controller_runtime_reconcile_total counter\n");
+	rc |= sf_buf_printf(out,
+	                    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"success\"} %lu\n"
+	                    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"error\"} %lu\n"
+	                    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"requeue\"} %lu\n"
+	                    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"requeue_after\"} %lu\n",
+	                    c->res_success, c->res_error, c->res_requeue, c->res_requeue_after);
+	rc |= sf_buf_printf(out, "# HELP controller_runtime_reconcile_errors_total Total number of reconciliation errors per controller\n"
+	                         "# TYPE controller_runtime_reconcile_errors_total counter\n"
+	                         "controller_runtime_reconcile_errors_total{controller=\"appwrapper\"} %lu\n",
+	                    c->st.reconcile_errors);
+	rc |= sf_buf_puts(out, "# HELP controller_runtime_reconcile_time_seconds Length of time per reconciliation per controller\n"
+	                       "# TYPE controller_runtime_reconcile_time_seconds histogram\n");
+	unsigned long cum = 0;
+	for (int b = 0; b < NBUCKETS; b++) {
+		cum += c->hist[b];
+		rc |= sf_buf_printf(out,
+		                    "controller_runtime_reconcile_time_seconds_bucket{controller=\"appwrapper\",le=\"%g\"} %lu\n",
+		                    buckets[b], cum);
+	}
+	rc |= sf_buf_printf(out,
+	                    "controller_runtime_reconcile_time_seconds_bucket{controller=\"appwrapper\",le=\"+Inf\"} %lu\n"
+	                    "controller_runtime_reconcile_time_seconds_sum{controller=\"appwrapper\"} %.6f\n"
+	                    "controller_runtime_reconcile_time_seconds_count{controller=\"appwrapper\"} %lu\n",
+	                    c->hist_count, c->hist_sum, c->hist_count);
+	rc |= sf_buf_printf(out, "# HELP controller_runtime_active_workers Number of currently used workers per controller\n"
+	                         "# TYPE controller_runtime_active_workers gauge\n");
+	sf_queue_metrics qm = {0};
+	if (c->queue)
+		sf_queue_stats(c->queue, &qm);
+	rc |= sf_buf_printf(out, "controller_runtime_active_workers{controller=\"appwrapper\"} %zu\n",
+	                    qm.in_flight);
+	rc |= sf_buf_printf(out,
+	                    "# HELP workqueue_depth Current depth of workqueue\n"
+	                    "# TYPE workqueue_depth gauge\n"
+	                    "workqueue_depth{name=\"appwrapper\"} %zu\n"
+	                    "# HELP workqueue_adds_total Total number of adds handled by workqueue\n"
+	                    "# TYPE workqueue_adds_total counter\n"
+	                    "workqueue_adds_total{name=\"appwrapper\"} %" PRIu64 "\n"
+	                    "# HELP workqueue_retries_total Total number of retries handled by workqueue\n"
+	                    "# TYPE workqueue_retries_total counter\n"
+	                    "workqueue_retries_total{name=\"appwrapper\"} %" PRIu64 "\n"
+	                    "# HELP workqueue_longest_running_processor_seconds How many seconds has the longest running processor for workqueue been running.\n"
+	                    "# TYPE workqueue_longest_running_processor_seconds gauge\n"
+	                    "workqueue_longest_running_processor_seconds{name=\"appwrapper\"} %.6f\n"
+	                    "# HELP workqueue_unfinished_work_seconds How many seconds of work has been done that is in progress.\n"
+	                    "# TYPE workqueue_unfinished_work_seconds gauge\n"
+	                    "workqueue_unfinished_work_seconds{name=\"appwrapper\"} %.6f\n",
+	                    qm.depth, qm.adds, qm.retries, qm.longest_running_s, qm.unfinished_work_s);
+	sf_events_stats es;
+	sf_events_stats_get(c->events, &es);
+	rc |= sf_buf_printf(out,
+	                    "# HELP steadfast_appwrapper_missing_suppressed_total Components absent from the cache that a live read or the grace window showed were not missing\n"
+	                    "# TYPE steadfast_appwrapper_missing_suppressed_total counter\n"
+	                    "steadfast_appwrapper_missing_suppressed_total %lu\n"
+	                    "# HELP steadfast_appwrapper_missing_checks_total Live reads made before declaring a component missing\n"
+	                    "# TYPE steadfast_appwrapper_missing_checks_total counter\n"
+	                    "steadfast_appwrapper_missing_checks_total %lu\n"
+	                    "# HELP steadfast_appwrapper_components_created_total Components created\n"
+	                    "# TYPE steadfast_appwrapper_components_created_total counter\n"
+	                    "steadfast_appwrapper_components_created_total %lu\n"
+	                    "# HELP steadfast_appwrapper_components_adopted_total Creates that found the component already there and owned by its AppWrapper\n"
+	                    "# TYPE steadfast_appwrapper_components_adopted_total counter\n"
+	                    "steadfast_appwrapper_components_adopted_total %lu\n"
+	                    "# HELP steadfast_appwrapper_status_conflicts_total Status or metadata writes refused because the object had changed\n"
+	                    "# TYPE steadfast_appwrapper_status_conflicts_total counter\n"
+	                    "steadfast_appwrapper_status_conflicts_total %lu\n"
+	                    "# HELP steadfast_events_total Events written, by outcome\n"
+	                    "# TYPE steadfast_events_total counter\n"
+	                    "steadfast_events_total{outcome=\"created\"} %lu\n"
+	                    "steadfast_events_total{outcome=\"aggregated\"} %lu\n"
+	                    "steadfast_events_total{outcome=\"failed\"} %lu\n",
+	                    c->st.missing_suppressed, c->st.verifies, c->st.creates, c->st.adopted,
+	                    c->st.conflicts, es.created, es.aggregated, es.failed);
+	return rc < 0 ? -ENOMEM : 0;
+}

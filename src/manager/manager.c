@@ -1,0 +1,220 @@
+/*
+ * manager.c - wires client, election and AppWrapper controller on one loop
+ * (see manager.h).
+ *
+ * The order of a leadership term: the election takes the Lease and calls
+ * the ready hook with the Lease write's resourceVersion; the controller's
+ * barrier brings every cache to at least that version; the election opens
+ * the fence and reports started leading; the controller starts
+ * reconciling. When the term ends (renew deadline, conflict, release) the
+ * fence is closed first and the controller stops at once, keeping its
+ * informers warm for the next term.
+ */
+#include "steadfast/manager.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "steadfast/client.h"
+#include "steadfast/config.h"
+#include "steadfast/controller.h"
+#include "steadfast/election.h"
+#include "steadfast/log.h"
+
+#define LOGGER "manager"
+
+typedef struct mgr {
+	uv_loop_t loop;
+	sf_kube_config *cfg;
+	sf_kube_client *client;
+	sf_elect *e;
+	sf_awctl *ctl;
+	uv_signal_t sigterm, sigint;
+	int quitting;
+	int parts;
+} mgr;
+
+static void ctl_ready(void *ud, int err)
+{
+	mgr *m = ud;
+	if (m->e)
+		sf_elect_ready_done(m->e, sf_elect_term(m->e), err);
+	else if (err == 0)
+		sf_awctl_activate(m->ctl);
+}
+
+static void on_ready(void *ud, sf_elect *e, uint64_t term, const char *rv)
+{
+	mgr *m = ud;
+	char t[24];
+	sf_log_info(LOGGER, "became leader; waiting for caches to catch up", "term",
+	            sf_log_int(t, (long long)term), "leaseResourceVersion", rv, NULL);
+	if (sf_awctl_lead(m->ctl, rv, ctl_ready, m) < 0)
+		sf_elect_ready_done(e, term, -EAGAIN);
+}
+
+static void on_started(void *ud, uint64_t term)
+{
+	mgr *m = ud;
+	(void)term;
+	sf_awctl_activate(m->ctl);
+}
+
+static void on_stopped(void *ud, uint64_t term, const char *reason)
+{
+	mgr *m = ud;
+	char t[24];
+	sf_log_info(LOGGER, "stopped leading; staying up as a candidate", "term",
+	            sf_log_int(t, (long long)term), "reason", reason, NULL);
+	sf_awctl_unlead(m->ctl);
+}
+
+static void on_new_leader(void *ud, const char *id)
+{
+	(void)ud;
+	sf_log_info(LOGGER, "leader observed", "leader", id, NULL);
+}
+
+static void part_done(void *ud)
+{
+	mgr *m = ud;
+	m->parts--;
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+	part_done(h->data);
+}
+
+static void shutdown_all(mgr *m)
+{
+	m->parts += 4;
+	sf_awctl_stop(m->ctl, part_done, m);
+	if (m->e) {
+		m->parts++;
+		sf_elect_close(m->e, part_done, m);
+	}
+	sf_kube_client_close(m->client, part_done, m);
+	uv_close((uv_handle_t *)&m->sigterm, handle_closed);
+	uv_close((uv_handle_t *)&m->sigint, handle_closed);
+}
+
+static void on_released(void *ud, int err)
+{
+	mgr *m = ud;
+	sf_log_info(LOGGER, err == 0 ? "lease released" : "lease left as it was", "error",
+	            err ? strerror(-err) : NULL, NULL);
+	shutdown_all(m);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	mgr *m = s->data;
+	if (m->quitting)
+		return;
+	m->quitting = 1;
+	sf_log_info(LOGGER, "shutting down", "signal", signum == SIGTERM ? "SIGTERM" : "SIGINT",
+	            NULL);
+	sf_awctl_unlead(m->ctl);
+	if (!m->e || sf_elect_release(m->e, on_released, m) != 0)
+		shutdown_all(m);
+}
+
+int sf_mgr_run(const sf_mgr_opts *o)
+{
+	mgr m = {0};
+	char err[512];
+	int rc;
+	sf_aw_config defaults;
+	if (!o->cfg)
+		sf_awcfg_defaults(&defaults);
+	signal(SIGPIPE, SIG_IGN);
+	if (sf_kube_config_load(o->kubeconfig, o->context, &m.cfg, err, sizeof(err)) != 0) {
+		sf_log_error(LOGGER, "cannot load the kubeconfig", "error", err, NULL);
+		return 1;
+	}
+	uv_loop_init(&m.loop);
+	char ua[128];
+	snprintf(ua, sizeof(ua), "steadfast/%s (linux) appwrapper-controller", SF_VERSION);
+	sf_kube_client_opts co = {.user_agent = ua, .qps = 50, .burst = 100};
+	if ((rc = sf_kube_client_new(&m.loop, m.cfg, &co, &m.client)) < 0) {
+		sf_log_error(LOGGER, "cannot create the API client", "error", strerror(-rc), NULL);
+		goto fail;
+	}
+	char idbuf[300];
+	const char *identity = o->identity;
+	if (!identity && sf_elect_default_identity(idbuf, sizeof(idbuf)) == 0)
+		identity = idbuf;
+	sf_awctl_opts ao = {.cfg = o->cfg ? o->cfg : &defaults,
+	                    .ns = o->watch_namespace,
+	                    .identity = identity};
+	if ((rc = sf_awctl_new(&m.loop, m.client, &ao, &m.ctl)) < 0) {
+		sf_log_error(LOGGER, "cannot create the controller", "error", strerror(-rc), NULL);
+		goto fail;
+	}
+	if (o->leader_elect) {
+		const char *ns = o->lease_namespace;
+		if (!ns || !ns[0])
+			ns = getenv("POD_NAMESPACE");
+		if (!ns || !ns[0])
+			ns = m.cfg->namespace;
+		sf_elect_opts eo = {
+		    .ns = ns,
+		    .name = o->lease_name ? o->lease_name : SF_MGR_DEFAULT_LEASE,
+		    .identity = identity,
+		    .lease_duration_ms = o->lease_ms,
+		    .renew_deadline_ms = o->renew_ms,
+		    .retry_period_ms = o->retry_ms,
+		    .cb = {.ready = on_ready,
+		           .on_started_leading = on_started,
+		           .on_stopped_leading = on_stopped,
+		           .on_new_leader = on_new_leader,
+		           .ud = &m},
+		};
+		if (sf_elect_new(&m.loop, m.cfg, &eo, &m.e, err, sizeof(err)) != 0) {
+			sf_log_error(LOGGER, "invalid leader election settings", "error", err, NULL);
+			rc = -EINVAL;
+			goto fail;
+		}
+		sf_elect_fence_attach(m.e, m.client);
+	}
+	uv_signal_init(&m.loop, &m.sigterm);
+	uv_signal_init(&m.loop, &m.sigint);
+	m.sigterm.data = m.sigint.data = &m;
+	uv_signal_start(&m.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&m.sigint, on_signal, SIGINT);
+	sf_log_info(LOGGER, "starting", "version", SF_VERSION, "identity", identity, "leaderElection",
+	            o->leader_elect ? "true" : "false", NULL);
+	if ((rc = sf_awctl_start(m.ctl)) < 0) {
+		sf_log_error(LOGGER, "cannot start the informers", "error", strerror(-rc), NULL);
+		uv_close((uv_handle_t *)&m.sigterm, NULL);
+		uv_close((uv_handle_t *)&m.sigint, NULL);
+		goto fail;
+	}
+	if (m.e)
+		sf_elect_start(m.e);
+	else
+		sf_awctl_lead(m.ctl, NULL, ctl_ready, &m);
+	uv_run(&m.loop, UV_RUN_DEFAULT);
+	sf_awctl_free(m.ctl);
+	sf_kube_config_free(m.cfg);
+	rc = uv_loop_close(&m.loop);
+	sf_log_info(LOGGER, "stopped", NULL);
+	return rc == 0 && m.parts == 0 ? 0 : 1;
+fail:
+	if (m.e)
+		sf_elect_close(m.e, NULL, NULL);
+	if (m.ctl)
+		sf_awctl_stop(m.ctl, NULL, NULL);
+	if (m.client)
+		sf_kube_client_close(m.client, NULL, NULL);
+	uv_run(&m.loop, UV_RUN_DEFAULT);
+	sf_awctl_free(m.ctl);
+	uv_loop_close(&m.loop);
+	sf_kube_config_free(m.cfg);
+	return 1;
+}

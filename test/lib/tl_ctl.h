@@ -1,0 +1,51 @@
+/*
+ * tl_ctl.h - steadfast controller processes for the integration tests.
+ *
+ * Starts the real binary ($STEADFAST_BIN) as a child on the test's loop,
+ * under `setpriv --pdeathsig KILL` so a test that dies takes its
+ * controllers with it, keeps every stderr line (the JSON logs) in memory
+ * and in $(O)/test/controller-logs/<identity>-<test pid>.log, and lets a
+ * test wait for a log line, signal a replica and wait for it to exit.
+ */
+#ifndef STEADFAST_TEST_TL_CTL_H
+#define STEADFAST_TEST_TL_CTL_H
+
+#include <stddef.h>
+#include <uv.h>
+
+typedef struct tl_ctl tl_ctl;
+
+typedef struct tl_ctl_opts {
+	const char *ns;       /* watched namespace and Lease namespace */
+	const char *lease;    /* Lease name */
+	const char *id;       /* election identity */
+	long lease_ms, renew_ms, retry_ms; /* 0 = 3000 / 2000 / 500 */
+	const char *kubeconfig; /* NULL = admin */
+	const char *config;     /* --config FILE, or NULL */
+	int no_leader_elect;
+	const char *const *extra; /* more arguments, NULL-terminated */
+} tl_ctl_opts;
+
+tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o);
+const char *tl_ctl_id(const tl_ctl *p);
+int tl_ctl_pid(const tl_ctl *p);
+int tl_ctl_alive(const tl_ctl *p);
+/* Sends sig (SIGTERM, SIGKILL, ...). */
+void tl_ctl_signal(tl_ctl *p, int sig);
+/* Runs the loop until the process exits: 0 and its status/signal, or
+ * -ETIMEDOUT. */
+int tl_ctl_wait_exit(uv_loop_t *loop, tl_ctl *p, long timeout_ms, int64_t *status, int *sig);
+/* Number of stderr lines containing needle (from line `from` on). */
+size_t tl_ctl_count(const tl_ctl *p, const char *needle, size_t from);
+size_t tl_ctl_nlines(const tl_ctl *p);
+/* Runs the loop until a line containing needle appears at or after line
+ * `from`: its index, or -1 on timeout. */
+long tl_ctl_wait_log(uv_loop_t *loop, tl_ctl *p, const char *needle, size_t from,
+                     long timeout_ms);
+/* Prints the log file's path and last lines (for a failing test). */
+void tl_ctl_dump(const tl_ctl *p, size_t last);
+/* SIGKILLs every live controller of this test process, waits for exits,
+ * closes handles and frees them. */
+void tl_ctl_stop_all(uv_loop_t *loop);
+
+#endif

@@ -1,0 +1,843 @@
+/*
+ * test_awphase.c - the AppWrapper phase machine from snapshots: each test
+ * builds an AppWrapper and what the controller observed, runs one step and
+ * checks the plan (status, conditions, events, actions, requeue). The
+ * incident guards are here too: a component the cache has not seen is not
+ * missing; a missing one needs grace + a live read; pod failure details
+ * reach the condition and an event before any delete; the reset pause
+ * doubles from the status alone; Running never plans a delete.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "steadfast/awconfig.h"
+#include "steadfast/awphase.h"
+#include "steadfast/jdoc.h"
+#include "steadfast/time.h"
+
+#define NOW 1800000000000LL /* ms, a whole second */
+
+static sf_aw_config cfg;
+static sf_aw_settings set;
+
+static char *ts(int64_t ms)
+{
+	static char buf[8][40];
+	static int i;
+	char *b = buf[i++ % 8];
+	sf_time_rfc3339(ms * SF_NSEC_PER_MSEC, b, 40);
+	return b;
+}
+
+static const char *JOB_TEMPLATE =
+    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"job-a\"},"
+    "\"spec\":{\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"c\","
+    "\"image\":\"busybox\"}]}}}}";
+
+/* An AppWrapper wrapping one Job, with the given metadata extras, spec
+ * extras and status (JSON fragments). */
+static char *aw_json(const char *meta_extra, const char *spec_extra, const char *status)
+{
+	char *s = NULL;
+	int n = asprintf(&s,
+	                 "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	                 "\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+	                 "\"resourceVersion\":\"10\"%s%s},"
+	                 "\"spec\":{\"components\":[{\"template\":%s}]%s%s}%s%s}",
+	                 meta_extra ? "," : "", meta_extra ? meta_extra : "", JOB_TEMPLATE,
+	                 spec_extra ? "," : "", spec_extra ? spec_extra : "",
+	                 status ? ",\"status\":" : "", status ? status : "");
+	cr_assert(n > 0);
+	return s;
+}
+
+#define FIN "\"finalizers\":[\"workload.codeflare.dev/finalizer\"]"
+
+/* A status in phase with conditions (a JSON list body) and one component
+ * status whose ResourcesDeployed condition is comp_rd ("" for none). */
+static char *status_json(const char *phase, const char *conds, const char *comp_rd, int resets)
+{
+	char *s = NULL;
+	int n = asprintf(&s,
+	                 "{\"phase\":\"%s\",\"resettingCount\":%d,\"conditions\":[%s],"
+	                 "\"componentStatus\":[{\"name\":\"job-a\",\"kind\":\"Job\",\"apiVersion\":"
+	                 "\"batch/v1\",\"podSets\":[{\"replicas\":1,\"path\":\"template.spec."
+	                 "template\"}]%s%s%s}]}",
+	                 phase, resets, conds, comp_rd[0] ? ",\"conditions\":[" : "", comp_rd,
+	                 comp_rd[0] ? "]" : "");
+	cr_assert(n > 0);
+	return s;
+}
+
+static char *cond_json(const char *type, const char *status, const char *reason, int64_t ltt)
+{
+	char *s = NULL;
+	cr_assert(asprintf(&s,
+	                   "{\"type\":\"%s\",\"status\":\"%s\",\"reason\":\"%s\",\"message\":\"\","
+	                   "\"lastTransitionTime\":\"%s\"}",
+	                   type, status, reason, ts(ltt)) > 0);
+	return s;
+}
+
+typedef struct snap {
+	char *json;
+	sf_awp_comp comp[1];
+	sf_awp_pods pods;
+	int64_t expected;
+	int64_t now;
+	sf_awp_plan plan;
+} snap;
+
+static void setup(void)
+{
+	sf_awcfg_defaults(&cfg);
+	sf_aw_settings_resolve(&cfg, SF_JV_NONE, &set);
+}
+
+static void run(snap *s)
+{
+	char err[256];
+	sf_awp_input in = {
+	    .aw = sf_jv_root(s->json, strlen(s->json)),
+	    .cfg = &cfg,
+	    .s = &set,
+	    .now_ms = s->now ? s->now : NOW,
+	    .comp = s->comp,
+	    .ncomp = 1,
+	    .pods = &s->pods,
+	    .expected_pods = s->expected ? s->expected : 1,
+	};
+	cr_assert_eq(sf_awp_step(&in, &s->plan, err, sizeof(err)), 0, "%s", err);
+}
+
+static void done(snap *s)
+{
+	sf_awp_plan_free(&s->plan);
+	free(s->json);
+}
+
+static sf_aw_cond pcond(const snap *s, const char *type)
+{
+	sf_aw_cond c;
+	cr_assert_not_null(s->plan.status, "no status in the plan");
+	sf_aw_cond_get(sf_jd_get(s->plan.status, "conditions"), type, &c);
+	return c;
+}
+
+static sf_aw_cond pcomp_cond(const snap *s)
+{
+	sf_aw_cond c;
+	sf_jd *cs = sf_jd_at(sf_jd_get(s->plan.status, "componentStatus"), 0, NULL);
+	sf_aw_cond_get(sf_jd_get(cs, "conditions"), "ResourcesDeployed", &c);
+	return c;
+}
+
+static const char *pphase(const snap *s)
+{
+	return sf_jd_str(sf_jd_get(s->plan.status, "phase"), NULL);
+}
+
+static int has_act(const snap *s, sf_awp_act_kind k)
+{
+	for (size_t i = 0; i < s->plan.nacts; i++)
+		if (s->plan.acts[i].kind == k)
+			return 1;
+	return 0;
+}
+
+/* Running with everything deployed at t0. */
+static char *running_status(int64_t t0, const char *extra_cond, int resets)
+{
+	char *q = cond_json("QuotaReserved", "True", "Resuming", t0);
+	char *r = cond_json("ResourcesDeployed", "True", "Resuming", t0);
+	char *p = cond_json("PodsReady", "False", "Resuming", t0);
+	char *u = extra_cond ? strdup(extra_cond) : cond_json("Unhealthy", "False", "Resuming", t0);
+	char *cr = cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", t0);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s,%s,%s", q, r, p, u) > 0);
+	char *st = status_json("Running", all, cr, resets);
+	free(q), free(r), free(p), free(u), free(cr), free(all);
+	return st;
+}
+
+TestSuite(awphase, .init = setup);
+
+Test(awphase, cond_set_keeps_transition_time_unless_status_changes)
+{
+	sf_jd *c = sf_jd_new_arr();
+	cr_assert_eq(sf_aw_cond_set(c, "Unhealthy", "False", "Resuming", "x", NOW - 60000, 0), 1);
+	cr_assert_eq(sf_aw_cond_set(c, "Unhealthy", "False", "Resuming", "x", NOW, 0), 0);
+	cr_assert_eq(sf_aw_cond_set(c, "Unhealthy", "False", "Other", "y", NOW, 0), 1);
+	sf_aw_cond g;
+	sf_aw_cond_get(c, "Unhealthy", &g);
+	cr_assert_eq(g.ltt_ms, NOW - 60000, "reason change moved the transition time");
+	cr_assert_str_eq(g.reason, "Other");
+	cr_assert_eq(sf_aw_cond_set(c, "Unhealthy", "True", "Other", "y", NOW, 0), 1);
+	sf_aw_cond_get(c, "Unhealthy", &g);
+	cr_assert_eq(g.ltt_ms, NOW);
+	cr_assert_eq(sf_jd_len(c), 1);
+	sf_jd_free(c);
+}
+
+Test(awphase, empty_without_finalizer_applies_webhook_defaults)
+{
+	snap s = {.json = aw_json(NULL, "\"suspend\":false", NULL)};
+	run(&s);
+	cr_assert_not_null(s.plan.meta_patch);
+	cr_assert_null(s.plan.status);
+	char *p = sf_jd_dump(s.plan.meta_patch);
+	cr_assert(strstr(p, "\"finalizers\":[\"workload.codeflare.dev/finalizer\"]"), "%s", p);
+	cr_assert(strstr(p, "\"suspend\":true"), "%s", p);
+	free(p);
+	done(&s);
+}
+
+Test(awphase, empty_with_finalizer_initialises_component_status)
+{
+	snap s = {.json = aw_json(FIN, "\"suspend\":true", NULL)};
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Suspended");
+	sf_jd *cs = sf_jd_at(sf_jd_get(s.plan.status, "componentStatus"), 0, NULL);
+	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "name"), NULL), "job-a");
+	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "kind"), NULL), "Job");
+	cr_assert_str_eq(sf_jd_str(sf_jd_path(cs, "podSets[0].path"), NULL), "template.spec.template");
+	done(&s);
+}
+
+Test(awphase, empty_with_unreadable_template_fails_with_reason)
+{
+	char *j = NULL;
+	cr_assert(asprintf(&j,
+	                   "{\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u\"," FIN "},"
+	                   "\"spec\":{\"components\":[{\"template\":{\"kind\":\"Job\"}}]}}") > 0);
+	snap s = {.json = j};
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Failed");
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.reason, "CreateFailed");
+	cr_assert(strstr(u.message, "component 0"), "%s", u.message);
+	cr_assert_eq(s.plan.nevents, 1);
+	done(&s);
+}
+
+Test(awphase, suspended_stays_while_suspend_is_true)
+{
+	char *st = status_json("Suspended", "", "", 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":true", st)};
+	free(st);
+	run(&s);
+	cr_assert_null(s.plan.status);
+	cr_assert_null(s.plan.meta_patch);
+	cr_assert_eq(s.plan.requeue_ms, -1);
+	done(&s);
+}
+
+Test(awphase, admitted_goes_to_resuming_with_upstream_conditions)
+{
+	char *st = status_json("Suspended", "", "", 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Resuming");
+	const char *types[] = {"QuotaReserved", "ResourcesDeployed", "PodsReady", "Unhealthy"};
+	const char *want[] = {"True", "True", "False", "False"};
+	for (int i = 0; i < 4; i++) {
+		sf_aw_cond c = pcond(&s, types[i]);
+		cr_assert_str_eq(c.status, want[i], "%s", types[i]);
+		cr_assert_str_eq(c.reason, "Resuming");
+		cr_assert_str_eq(c.message, "Suspend is false");
+	}
+	done(&s);
+}
+
+static char *resuming_status(int64_t t0, const char *comp_rd)
+{
+	char *q = cond_json("QuotaReserved", "True", "Resuming", t0);
+	char *r = cond_json("ResourcesDeployed", "True", "Resuming", t0);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s", q, r) > 0);
+	char *st = status_json("Resuming", all, comp_rd, 0);
+	free(q), free(r), free(all);
+	return st;
+}
+
+Test(awphase, resuming_records_creation_before_creating)
+{
+	char *st = resuming_status(NOW - 1000, "");
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	run(&s);
+	cr_assert(has_act(&s, SF_AWP_ACT_CREATE));
+	sf_aw_cond c = pcomp_cond(&s);
+	cr_assert_str_eq(c.status, "Unknown");
+	cr_assert_str_eq(c.reason, "ComponentCreationInitiated");
+	cr_assert_str_eq(pphase(&s), "Resuming");
+	done(&s);
+}
+
+Test(awphase, resuming_created_goes_running)
+{
+	char *cr = cond_json("ResourcesDeployed", "Unknown", "ComponentCreationInitiated", NOW);
+	char *st = resuming_status(NOW - 1000, cr);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st), free(cr);
+	s.comp[0].create = SF_AWP_CREATE_OK;
+	s.comp[0].state = SF_AWP_COMP_PENDING;
+	run(&s);
+	cr_assert_eq(s.plan.nacts, 0);
+	cr_assert_str_eq(pcomp_cond(&s).reason, "ComponentCreatedSuccessfully");
+	cr_assert_str_eq(pphase(&s), "Running");
+	done(&s);
+}
+
+Test(awphase, resuming_fatal_create_error_fails)
+{
+	char *st = resuming_status(NOW - 1000, "");
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].create = SF_AWP_CREATE_FATAL;
+	s.comp[0].create_msg = "no matches for kind \"Foo\" in version \"x/v1\"";
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Failed");
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.reason, "CreateFailed");
+	cr_assert(strstr(u.message, "error creating components: no matches for kind"), "%s",
+	          u.message);
+	cr_assert_str_eq(pcomp_cond(&s).reason, "ComponentCreationErrored");
+	cr_assert_eq(s.plan.nevents, 1);
+	done(&s);
+}
+
+Test(awphase, resuming_retryable_error_retries_within_admission_grace_then_resets)
+{
+	char *st = resuming_status(NOW - 1000, "");
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].create = SF_AWP_CREATE_RETRYABLE;
+	s.comp[0].create_msg = "connection refused";
+	run(&s);
+	cr_assert_null(s.plan.status);
+	cr_assert_eq(s.plan.requeue_ms, 1000);
+	done(&s);
+
+	st = resuming_status(NOW - 61000, "");
+	snap t = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	t.comp[0].create = SF_AWP_CREATE_RETRYABLE;
+	t.comp[0].create_msg = "connection refused";
+	run(&t);
+	cr_assert_str_eq(pphase(&t), "Resetting");
+	int64_t n = 0;
+	cr_assert_eq(sf_jd_int(sf_jd_get(t.plan.status, "resettingCount"), &n), 0);
+	cr_assert_eq(n, 1);
+	done(&t);
+}
+
+/* Incident A: the Job was created by us a moment ago and the cache has not
+ * delivered it. Upstream fails the AppWrapper here. */
+Test(awphase, running_component_created_but_not_in_cache_is_not_missing)
+{
+	char *st = running_status(NOW - 100, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PENDING;
+	run(&s);
+	cr_assert(s.plan.status == NULL || strcmp(pphase(&s), "Running") == 0);
+	cr_assert_eq(s.plan.nevents, 0);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY));
+	done(&s);
+}
+
+/* A cold cache after failover: not in this replica's memory, not in the
+ * cache, inside the grace window. */
+Test(awphase, running_absent_within_grace_waits)
+{
+	char *st = running_status(NOW - 2000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_ABSENT;
+	run(&s);
+	cr_assert(s.plan.suppressed_missing);
+	cr_assert_null(s.plan.status);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY));
+	cr_assert_eq(s.plan.requeue_ms, set.missing_grace_ms - 2000);
+	done(&s);
+}
+
+Test(awphase, running_absent_after_grace_asks_for_a_live_read)
+{
+	char *st = running_status(NOW - 60000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_ABSENT;
+	run(&s);
+	cr_assert(s.plan.suppressed_missing);
+	cr_assert(has_act(&s, SF_AWP_ACT_VERIFY));
+	cr_assert_null(s.plan.status);
+	done(&s);
+}
+
+Test(awphase, running_recently_confirmed_component_restarts_the_grace)
+{
+	char *st = running_status(NOW - 60000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_ABSENT;
+	s.comp[0].confirmed_ms = NOW - 1000; /* a live read found it a second ago */
+	run(&s);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY));
+	cr_assert_eq(s.plan.requeue_ms, set.missing_grace_ms - 1000);
+	done(&s);
+}
+
+Test(awphase, running_confirmed_missing_fails_with_upstream_message)
+{
+	char *st = running_status(NOW - 60000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_ABSENT;
+	s.comp[0].live = SF_AWP_LIVE_MISSING;
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Failed");
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.reason, "MissingComponent");
+	cr_assert_str_eq(u.message, "Only found 0 deployed components, but was expecting 1");
+	cr_assert_eq(s.plan.nacts, 0);
+	done(&s);
+}
+
+static void fail_pod(sf_awp_pods *p)
+{
+	p->failed = 1;
+	p->total = 1;
+	p->have_fail = 1;
+	p->fail_exit_code = 1;
+	strcpy(p->fail_pod, "job-a-xyz");
+	strcpy(p->fail_container, "c");
+	strcpy(p->fail_reason, "Error");
+	strcpy(p->fail_message, "walk bundle dir \"/manifests\": not a directory");
+}
+
+/* Incident B: the failure is on the AppWrapper, in words, at first sight,
+ * and nothing is deleted in that step. */
+Test(awphase, running_failed_pod_is_reported_before_anything_is_deleted)
+{
+	char *st = running_status(NOW - 60000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	fail_pod(&s.pods);
+	run(&s);
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.status, "True");
+	cr_assert_str_eq(u.reason, "FoundFailedPods");
+	cr_assert(strstr(u.message, "pod job-a-xyz container c exited with code 1 (Error): walk "
+	                            "bundle dir \"/manifests\": not a directory"),
+	          "%s", u.message);
+	cr_assert_eq(s.plan.nevents, 1);
+	cr_assert(s.plan.events[0].warning);
+	cr_assert(strstr(s.plan.events[0].message, "exited with code 1"));
+	cr_assert_eq(s.plan.nacts, 0);
+	cr_assert_str_eq(pphase(&s), "Running");
+	cr_assert_eq(s.plan.requeue_ms, set.failure_grace_ms);
+	done(&s);
+}
+
+Test(awphase, running_failed_pod_after_failure_grace_resets)
+{
+	char *u = cond_json("Unhealthy", "True", "FoundFailedPods", NOW - 61000);
+	char *st = running_status(NOW - 120000, u, 1);
+	free(u);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	fail_pod(&s.pods);
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Resetting");
+	int64_t n = 0;
+	sf_jd_int(sf_jd_get(s.plan.status, "resettingCount"), &n);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(s.plan.nacts, 0, "deleting belongs to the Resetting step");
+	cr_assert(strstr(pcond(&s, "Unhealthy").message, "exited with code 1"));
+	done(&s);
+}
+
+Test(awphase, running_failed_pod_at_retry_limit_fails)
+{
+	char *u = cond_json("Unhealthy", "True", "FoundFailedPods", NOW - 61000);
+	char *st = running_status(NOW - 120000, u, 3);
+	free(u);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	fail_pod(&s.pods);
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Failed");
+	done(&s);
+}
+
+Test(awphase, running_terminal_exit_code_fails_without_retry)
+{
+	char *u = cond_json("Unhealthy", "True", "FoundFailedPods", NOW - 61000);
+	char *st = running_status(NOW - 120000, u, 0);
+	free(u);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	fail_pod(&s.pods);
+	s.pods.terminal_failure = 1;
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Failed");
+	done(&s);
+}
+
+Test(awphase, running_failed_job_component_resets_at_once)
+{
+	char *st = running_status(NOW - 120000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].failed = 1;
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Resetting");
+	cr_assert_str_eq(pcond(&s, "Unhealthy").message, "Found 1 failed components");
+	done(&s);
+}
+
+Test(awphase, running_all_succeeded_is_success)
+{
+	char *st = running_status(NOW - 120000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.pods.succeeded = 1;
+	s.pods.total = 1;
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Succeeded");
+	sf_aw_cond q = pcond(&s, "QuotaReserved");
+	cr_assert_str_eq(q.status, "False");
+	cr_assert_str_eq(q.reason, "Succeeded");
+	cr_assert_str_eq(pcond(&s, "ResourcesDeployed").status, "True");
+	done(&s);
+}
+
+Test(awphase, running_pods_ready)
+{
+	char *st = running_status(NOW - 120000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.pods.running = 1;
+	s.pods.total = 1;
+	run(&s);
+	sf_aw_cond p = pcond(&s, "PodsReady");
+	cr_assert_str_eq(p.status, "True");
+	cr_assert_str_eq(p.message, "1 pods running; 0 pods succeeded");
+	cr_assert_eq(s.plan.requeue_ms, 60000);
+	done(&s);
+}
+
+Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
+{
+	char *st = running_status(NOW - 10000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.pods.pending = 1;
+	s.pods.total = 1;
+	run(&s);
+	cr_assert(s.plan.requeue_ms > 0 && s.plan.requeue_ms <= 5000);
+	cr_assert(s.plan.status == NULL || strcmp(pphase(&s), "Running") == 0);
+	done(&s);
+
+	st = running_status(NOW - 301000, NULL, 0);
+	snap t = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	t.comp[0].state = SF_AWP_COMP_PRESENT;
+	t.pods.pending = 1;
+	t.pods.total = 1;
+	run(&t);
+	cr_assert_str_eq(pphase(&t), "Resetting");
+	cr_assert_str_eq(pcond(&t, "Unhealthy").reason, "InsufficientPodsReady");
+	done(&t);
+}
+
+/* Whatever Running sees, it never deletes: only Resetting, Suspending,
+ * Failed, Succeeded and deletion do. */
+Test(awphase, running_never_plans_a_delete)
+{
+	for (int st_i = 0; st_i < 3; st_i++)
+		for (int live = 0; live < 3; live++)
+			for (int pods = 0; pods < 4; pods++) {
+				char *st = running_status(NOW - 400000, NULL, 0);
+				snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+				free(st);
+				s.comp[0].state = (sf_awp_comp_state)st_i;
+				s.comp[0].live = (sf_awp_live)live;
+				if (pods == 1)
+					fail_pod(&s.pods);
+				else if (pods == 2)
+					s.pods.pending = 1, s.pods.total = 1;
+				else if (pods == 3)
+					s.pods.succeeded = 1, s.pods.total = 1;
+				run(&s);
+				cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE));
+				cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE_FORCE));
+				cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE_PODS));
+				done(&s);
+			}
+}
+
+static char *resetting_status(int64_t unhealthy_ltt, int deployed, int resets)
+{
+	char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 900000);
+	char *r = cond_json("ResourcesDeployed", deployed ? "True" : "False",
+	                    deployed ? "Resuming" : "Resetting", NOW - 900000);
+	char *u = cond_json("Unhealthy", "True", "FoundFailedPods", unhealthy_ltt);
+	char *cr = cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", NOW - 900000);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s,%s", q, r, u) > 0);
+	char *st = status_json("Resetting", all, cr, resets);
+	free(q), free(r), free(u), free(cr), free(all);
+	return st;
+}
+
+Test(awphase, resetting_deletes_components_first)
+{
+	char *st = resetting_status(NOW - 1000, 1, 1);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	run(&s);
+	cr_assert(has_act(&s, SF_AWP_ACT_DELETE));
+	sf_aw_cond d = pcond(&s, "DeletingResources");
+	cr_assert_str_eq(d.status, "True");
+	cr_assert_str_eq(d.reason, "DeletionInitiated");
+	cr_assert_eq(s.plan.requeue_ms, 5000);
+	cr_assert_str_eq(pphase(&s), "Resetting");
+	done(&s);
+}
+
+/* The pause before re-creation doubles per reset already done; it is
+ * computed from resettingCount and Unhealthy's transition time only. */
+Test(awphase, resetting_pause_doubles_per_reset)
+{
+	set.retry_pause_ms = 2000;
+	for (int resets = 1; resets <= 5; resets++) {
+		char *st = resetting_status(NOW - 1000, 0, resets);
+		snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+		free(st);
+		run(&s);
+		int64_t want = (2000LL << (resets - 1)) - 1000;
+		cr_assert_eq(s.plan.requeue_ms, want, "resets %d: requeue %lld, want %lld", resets,
+		             (long long)s.plan.requeue_ms, (long long)want);
+		cr_assert(s.plan.status == NULL || strcmp(pphase(&s), "Resetting") == 0);
+		done(&s);
+	}
+	/* capped by the ceiling */
+	cfg.ft.retry_pause_ceiling_ms = 3000;
+	char *st = resetting_status(NOW - 1000, 0, 5);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	run(&s);
+	cr_assert_eq(s.plan.requeue_ms, 2000);
+	done(&s);
+}
+
+Test(awphase, resetting_pause_over_resumes)
+{
+	set.retry_pause_ms = 1000;
+	char *st = resetting_status(NOW - 4500, 0, 3);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Resuming");
+	sf_aw_cond r = pcond(&s, "ResourcesDeployed");
+	cr_assert_str_eq(r.status, "True");
+	cr_assert_str_eq(r.message, "Reset complete; resuming");
+	/* the failure stays visible until a later state replaces it */
+	cr_assert_str_eq(pcond(&s, "Unhealthy").reason, "FoundFailedPods");
+	done(&s);
+}
+
+Test(awphase, resetting_delete_done_marks_component_deleted)
+{
+	char *st = resetting_status(NOW - 1000, 1, 1);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].delete_gone = 1;
+	run(&s);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE));
+	cr_assert_str_eq(pcomp_cond(&s).status, "False");
+	sf_aw_cond r = pcond(&s, "ResourcesDeployed");
+	cr_assert_str_eq(r.status, "False");
+	cr_assert_str_eq(r.reason, "Resetting");
+	cr_assert_str_eq(pcond(&s, "DeletingResources").reason, "DeletionComplete");
+	done(&s);
+}
+
+Test(awphase, deletion_waits_for_pods_then_forces_after_grace)
+{
+	char *st = resetting_status(NOW - 1000, 1, 1);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].delete_gone = 1;
+	s.pods.total = 2;
+	run(&s);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE_PODS), "forced before the grace");
+	cr_assert_str_eq(pcond(&s, "ResourcesDeployed").status, "True");
+	done(&s);
+
+	/* deletion started longer ago than the forceful deletion grace */
+	char *d = cond_json("DeletingResources", "True", "DeletionInitiated", NOW - 700000);
+	char *q = cond_json("ResourcesDeployed", "True", "Resuming", NOW - 900000);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s", d, q) > 0);
+	char *cr = cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", NOW);
+	st = status_json("Suspending", all, cr, 0);
+	free(d), free(q), free(all), free(cr);
+	snap t = {.json = aw_json(FIN, "\"suspend\":true", st)};
+	free(st);
+	t.comp[0].delete_gone = 1;
+	t.pods.total = 2;
+	run(&t);
+	cr_assert(has_act(&t, SF_AWP_ACT_DELETE_PODS));
+	done(&t);
+}
+
+Test(awphase, suspend_while_running_suspends_and_releases_quota)
+{
+	char *st = running_status(NOW - 120000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":true", st)};
+	free(st);
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Suspending");
+	done(&s);
+
+	char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 9000);
+	char *r = cond_json("ResourcesDeployed", "False", "Suspended", NOW - 9000);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s", q, r) > 0);
+	st = status_json("Suspending", all, "", 0);
+	free(q), free(r), free(all);
+	snap t = {.json = aw_json(FIN, "\"suspend\":true", st)};
+	free(st);
+	run(&t);
+	cr_assert_str_eq(pphase(&t), "Suspended");
+	sf_aw_cond qr = pcond(&t, "QuotaReserved");
+	cr_assert_str_eq(qr.status, "False");
+	cr_assert_str_eq(qr.message, "Suspend is true");
+	done(&t);
+}
+
+Test(awphase, deletion_removes_components_then_finalizer)
+{
+	char *st = running_status(NOW - 120000, NULL, 0);
+	snap s = {.json = aw_json(FIN ",\"deletionTimestamp\":\"2027-01-01T00:00:00Z\"",
+	                          "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	run(&s);
+	cr_assert(has_act(&s, SF_AWP_ACT_DELETE));
+	cr_assert_str_eq(pphase(&s), "Terminating");
+	cr_assert_null(s.plan.meta_patch);
+	done(&s);
+
+	/* components gone: final conditions first ... */
+	st = running_status(NOW - 120000, NULL, 0);
+	snap t = {.json = aw_json(FIN ",\"deletionTimestamp\":\"2027-01-01T00:00:00Z\"",
+	                          "\"suspend\":false", st)};
+	free(st);
+	t.comp[0].delete_gone = 1;
+	run(&t);
+	cr_assert_null(t.plan.meta_patch);
+	cr_assert_str_eq(pcond(&t, "ResourcesDeployed").reason, "Terminating");
+	cr_assert_str_eq(pcond(&t, "QuotaReserved").status, "False");
+	/* ... and with those written, the finalizer goes */
+	char *written = sf_jd_dump(t.plan.status);
+	snap u = {.json = aw_json(FIN ",\"deletionTimestamp\":\"2027-01-01T00:00:00Z\"",
+	                          "\"suspend\":false", written)};
+	free(written);
+	run(&u);
+	cr_assert_not_null(u.plan.meta_patch);
+	char *p = sf_jd_dump(u.plan.meta_patch);
+	cr_assert_str_eq(p, "{\"metadata\":{\"finalizers\":[]}}");
+	free(p);
+	done(&t);
+	done(&u);
+}
+
+Test(awphase, failed_pauses_deletion_when_annotated)
+{
+	char *u = cond_json("Unhealthy", "True", "FoundFailedPods", NOW - 1000);
+	char *r = cond_json("ResourcesDeployed", "True", "Resuming", NOW - 9000);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s", u, r) > 0);
+	char *st = status_json("Failed", all, "", 0);
+	free(u), free(r), free(all);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	set.deletion_on_failure_grace_ms = 60000;
+	run(&s);
+	sf_aw_cond d = pcond(&s, "DeletingResources");
+	cr_assert_str_eq(d.reason, "DeletionPaused");
+	cr_assert(strstr(d.message, "deletionOnFailureGracePeriodDuration has value 1m0s"), "%s",
+	          d.message);
+	cr_assert_eq(s.plan.nacts, 0);
+	cr_assert_eq(s.plan.requeue_ms, 60000);
+	done(&s);
+}
+
+Test(awphase, succeeded_keeps_components_until_ttl)
+{
+	char *r = cond_json("ResourcesDeployed", "True", "Succeeded", NOW - 1000);
+	char *st = status_json("Succeeded", r, "", 0);
+	free(r);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	set.success_ttl_ms = 10000;
+	run(&s);
+	cr_assert_null(s.plan.status);
+	cr_assert_eq(s.plan.requeue_ms, 9000);
+	done(&s);
+}
+
+Test(awphase, managed_by_another_controller_is_skipped)
+{
+	snap s = {.json = aw_json(FIN, "\"managedBy\":\"someone/else\"", NULL)};
+	run(&s);
+	cr_assert(s.plan.skipped);
+	cr_assert_null(s.plan.status);
+	cr_assert_null(s.plan.meta_patch);
+	done(&s);
+}
+
+Test(awphase, pods_summary_exit_codes)
+{
+	static const char pod[] =
+	    "{\"metadata\":{\"name\":\"p\"},\"status\":{\"phase\":\"Failed\",\"containerStatuses\":"
+	    "[{\"name\":\"main\",\"state\":{\"terminated\":{\"exitCode\":42,\"reason\":\"Error\","
+	    "\"message\":\"boom\"}}}]}}";
+	sf_awp_pods p = {0};
+	sf_awp_pods_add(&p, sf_jv_root(pod, strlen(pod)), &set);
+	cr_assert_eq(p.failed, 1);
+	cr_assert_not(p.terminal_failure);
+	cr_assert_eq(p.fail_exit_code, 42);
+	cr_assert_str_eq(p.fail_container, "main");
+	cr_assert_str_eq(p.fail_message, "boom");
+
+	set.n_terminal = 1;
+	set.terminal_codes[0] = 42;
+	sf_awp_pods q = {0};
+	sf_awp_pods_add(&q, sf_jv_root(pod, strlen(pod)), &set);
+	cr_assert(q.terminal_failure);
+
+	set.n_terminal = 0;
+	set.n_retryable = 1;
+	set.retryable_codes[0] = 3;
+	sf_awp_pods r = {0};
+	sf_awp_pods_add(&r, sf_jv_root(pod, strlen(pod)), &set);
+	cr_assert(r.terminal_failure, "42 is not retryable");
+}
