@@ -38,7 +38,7 @@
 
 static tl_kube K;
 static char NS[64];
-static sf_informer *AWS, *PODS, *JOBS;
+static sf_informer *AWS, *PODS, *JOBS, *EVENTS;
 
 static void inf_stopped(void *ud)
 {
@@ -57,7 +57,8 @@ static sf_informer *watch(const sf_gvr *gvr)
 static int all_synced(void *ud)
 {
 	(void)ud;
-	return sf_informer_synced(AWS) && sf_informer_synced(PODS) && sf_informer_synced(JOBS);
+	return sf_informer_synced(AWS) && sf_informer_synced(PODS) && sf_informer_synced(JOBS) &&
+	       sf_informer_synced(EVENTS);
 }
 
 static void setup(void)
@@ -72,13 +73,15 @@ static void setup(void)
 	AWS = watch(&TL_AW_GVR);
 	PODS = watch(&SF_GVR_PODS);
 	JOBS = watch(&SF_GVR_JOBS);
+	EVENTS = watch(&SF_GVR_EVENTS);
 	cr_assert_eq(tl_run_until_fn(&K.loop, all_synced, NULL, 10000), 0);
 }
 
 static void teardown(void)
 {
 	tl_ctl_stop_all(&K.loop);
-	int n = 3;
+	int n = 4;
+	sf_informer_stop(EVENTS, inf_stopped, &n);
 	sf_informer_stop(AWS, inf_stopped, &n);
 	sf_informer_stop(PODS, inf_stopped, &n);
 	sf_informer_stop(JOBS, inf_stopped, &n);
@@ -88,6 +91,7 @@ static void teardown(void)
 	sf_informer_free(AWS);
 	sf_informer_free(PODS);
 	sf_informer_free(JOBS);
+	sf_informer_free(EVENTS);
 	tl_namespace_delete(&K, NS);
 	tl_kube_close(&K);
 }
@@ -367,4 +371,306 @@ Test(appwrapper, job_succeeds_then_ttl_removes_components)
 	cr_assert_str_eq(reason, "Succeeded");
 	cr_assert(strstr(msg, "Time to live after success of 3s expired"), "%s", msg);
 	cr_assert(tl_ctl_alive(c));
+}
+
+static const char *POD_AW =
+    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "\"name\":\"%s\",\"annotations\":{%s}},\"spec\":{\"suspend\":false,\"components\":[{"
+    "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
+    "\"spec\":{\"restartPolicy\":\"Never\",%s\"containers\":[{\"name\":\"main\",\"image\":"
+    "\"busybox\",\"command\":[\"sh\",\"-c\",\"exit 1\"]}]}}}]}}";
+
+static void create_pod_aw(const char *name, const char *annotations, const char *pod_name,
+                          const char *spec_extra)
+{
+	char body[4096];
+	snprintf(body, sizeof(body), POD_AW, name, annotations ? annotations : "", pod_name,
+	         spec_extra ? spec_extra : "");
+	create_aw(body);
+}
+
+static sf_obj *get_obj(const sf_gvr *gvr, const char *name)
+{
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = gvr, .ns = NS, .name = name};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "GET %s: %ld", name, r.http_status);
+	sf_obj *o = r.obj;
+	r.obj = NULL;
+	tl_res_clear(&r);
+	return o;
+}
+
+/* Kueue's admission of a Pod AppWrapper, with pod set infos. */
+Test(appwrapper, podsetinfos_are_injected_into_a_pod)
+{
+	controller("solo");
+	create_pod_aw("inject", NULL, "inject-pod",
+	              "\"nodeSelector\":{\"disk\":\"ssd\"},\"tolerations\":[{\"key\":\"a\","
+	              "\"operator\":\"Exists\"}],\"affinity\":{\"nodeAffinity\":{"
+	              "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+	              "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}]}}},"
+	              "\"schedulingGates\":[{\"name\":\"g1\"}],");
+	wait_phase("inject", "Suspended", 20000);
+	admit("inject",
+	      "{\"spec\":{\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"v1\","
+	      "\"kind\":\"Pod\",\"metadata\":{\"name\":\"inject-pod\"},\"spec\":{\"restartPolicy\":"
+	      "\"Never\",\"nodeSelector\":{\"disk\":\"ssd\"},\"tolerations\":[{\"key\":\"a\","
+	      "\"operator\":\"Exists\"}],\"affinity\":{\"nodeAffinity\":{"
+	      "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+	      "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}]}}},"
+	      "\"schedulingGates\":[{\"name\":\"g1\"}],\"containers\":[{\"name\":\"main\","
+	      "\"image\":\"busybox\"}]}},\"podSetInfos\":[{\"labels\":{\"kueue.x-k8s.io/podset\":"
+	      "\"main\"},\"annotations\":{\"kueue.x-k8s.io/workload\":\"w1\"},\"nodeSelector\":{"
+	      "\"pool\":\"gpu\"},\"tolerations\":[{\"key\":\"b\",\"operator\":\"Equal\",\"value\":"
+	      "\"v\",\"effect\":\"NoSchedule\"}],\"schedulingGates\":[{\"name\":\"g1\"},{\"name\":"
+	      "\"kueue.x-k8s.io/topology\"}]}]}]}}");
+	wait_phase("inject", "Running", 20000);
+	sf_obj *pod = get_obj(&SF_GVR_PODS, "inject-pod");
+	sf_jv p = sf_obj_root(pod);
+	sf_jv labels = sf_jv_path(p, "metadata.labels");
+	cr_assert(sf_jv_streq(sf_jv_get(labels, "kueue.x-k8s.io/podset"), "main"), "%s", pod->json);
+	cr_assert(sf_jv_streq(sf_jv_get(labels, "workload.codeflare.dev/appwrapper"), "inject"));
+	cr_assert(sf_jv_streq(sf_jv_get(sf_jv_path(p, "metadata.annotations"),
+	                                 "kueue.x-k8s.io/workload"),
+	                      "w1"));
+	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.nodeSelector.pool"), "gpu"));
+	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.nodeSelector.disk"), "ssd"));
+	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.tolerations[1].key"), "b"), "%s", pod->json);
+	cr_assert_eq(sf_jv_len(sf_jv_path(p, "spec.schedulingGates")), 2, "%s", pod->json);
+	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.affinity.nodeAffinity."
+	                                     "requiredDuringSchedulingIgnoredDuringExecution."
+	                                     "nodeSelectorTerms[0].matchExpressions[0].key"),
+	                      "zone"));
+	/* owned by the AppWrapper as controller */
+	sf_obj *aw = aw_cached("inject");
+	cr_assert(sf_jv_streq(sf_jv_path(p, "metadata.ownerReferences[0].uid"), aw->uid));
+	cr_assert_eq(sf_jv_type(sf_jv_path(p, "metadata.ownerReferences[0].controller")),
+	             SF_JSON_TRUE);
+	sf_obj_unref(pod);
+}
+
+Test(appwrapper, suspending_a_running_appwrapper_removes_its_resources)
+{
+	controller("solo");
+	create_job_aw("susp", NULL);
+	wait_phase("susp", "Suspended", 20000);
+	admit("susp", NULL);
+	wait_phase("susp", "Running", 20000);
+	char pod[254];
+	wait_pod("susp", pod, sizeof(pod), 20000);
+	kubelet(pod, "Running", 0, NULL);
+	cr_assert_eq(patch(&TL_AW_GVR, "susp", NULL, "{\"spec\":{\"suspend\":true}}"), 200);
+	wait_phase("susp", "Suspended", 30000);
+	char reason[64] = "";
+	cr_assert_str_eq(cond("susp", "QuotaReserved", reason, NULL), "False");
+	cr_assert_str_eq(reason, "Suspended");
+	cr_assert_str_eq(cond("susp", "ResourcesDeployed", NULL, NULL), "False");
+	wait_all_gone("susp", 30000);
+	cr_assert_eq(get_status(&SF_GVR_JOBS, "susp-job"), 404);
+}
+
+typedef struct ev_find {
+	const char *aw;
+	const char *needle;
+	int found;
+	int warning;
+	long count;
+} ev_find;
+
+static int ev_visit(void *ud, sf_obj *o)
+{
+	ev_find *f = ud;
+	sf_jv e = sf_obj_root(o);
+	char msg[1100] = "";
+	if (!sf_jv_streq(sf_jv_path(e, "involvedObject.name"), f->aw))
+		return 0;
+	sf_jv_str(sf_jv_get(e, "message"), msg, sizeof(msg));
+	if (strstr(msg, f->needle)) {
+		int64_t c = 0;
+		f->found++;
+		f->warning = sf_jv_streq(sf_jv_get(e, "type"), "Warning");
+		sf_jv_int64(sf_jv_get(e, "count"), &c);
+		f->count = (long)c;
+	}
+	return 0;
+}
+
+static int ev_found(void *ud)
+{
+	ev_find *f = ud;
+	f->found = 0;
+	sf_store_each(sf_informer_store(EVENTS), ev_visit, f);
+	return f->found > 0;
+}
+
+/* Waits for an Event about AppWrapper aw whose message contains needle. */
+static ev_find wait_event(const char *aw, const char *needle, long timeout_ms)
+{
+	ev_find f = {.aw = aw, .needle = needle};
+	if (tl_run_until_fn(&K.loop, ev_found, &f, timeout_ms) != 0)
+		cr_assert_fail("no event about %s containing \"%s\" within %ld ms", aw, needle,
+		               timeout_ms);
+	return f;
+}
+
+Test(appwrapper, failed_pod_with_retry_limit_0_fails_visibly_then_cleans_up)
+{
+	controller("solo");
+	create_pod_aw("fail0",
+	              "\"workload.codeflare.dev.appwrapper/retryLimit\":\"0\","
+	              "\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\"",
+	              "fail0-pod", NULL);
+	wait_phase("fail0", "Suspended", 20000);
+	admit("fail0", NULL);
+	wait_phase("fail0", "Running", 20000);
+	kubelet("fail0-pod", "Failed", 1, "config file /etc/app.yaml: no such file");
+	wait_phase("fail0", "Failed", 20000);
+	char reason[64] = "", msg[1024] = "";
+	cr_assert_str_eq(cond("fail0", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(reason, "FoundFailedPods");
+	cr_assert(strstr(msg, "pod fail0-pod container main exited with code 1 (Error): config "
+	                      "file /etc/app.yaml: no such file"),
+	          "%s", msg);
+	ev_find ev = wait_event("fail0", "exited with code 1", 10000);
+	cr_assert(ev.warning);
+	/* then its resources go and quota is released (Kueue: finished) */
+	wait_cond("fail0", "ResourcesDeployed", "False", 30000);
+	cr_assert_str_eq(cond("fail0", "QuotaReserved", reason, NULL), "False");
+	cr_assert_str_eq(reason, "Failed");
+	wait_all_gone("fail0", 30000);
+	/* the failure stays on the AppWrapper */
+	cr_assert_str_eq(cond("fail0", "Unhealthy", reason, msg), "True");
+	cr_assert(strstr(msg, "exited with code 1"), "%s", msg);
+}
+
+/* A component really deleted by a user: MissingComponent, after the grace
+ * window and a live read, within grace + a few seconds. */
+Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
+{
+	tl_ctl *c = controller("solo");
+	create_job_aw("gone",
+	              "\"workload.codeflare.dev.appwrapper/missingComponentGracePeriodDuration\":\"2s\"");
+	wait_phase("gone", "Suspended", 20000);
+	admit("gone", NULL);
+	wait_phase("gone", "Running", 20000);
+	char pod[254];
+	wait_pod("gone", pod, sizeof(pod), 20000);
+	kubelet(pod, "Running", 0, NULL);
+	wait_cond("gone", "PodsReady", "True", 20000);
+	size_t mark = tl_ctl_nlines(c);
+	tl_res r = {0};
+	sf_kube_req q = {.method = "DELETE", .gvr = &SF_GVR_JOBS, .ns = NS, .name = "gone-job",
+	                 .body = "{\"propagationPolicy\":\"Background\"}",
+	                 .body_len = strlen("{\"propagationPolicy\":\"Background\"}")};
+	int64_t t0 = sf_mono_ns();
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200);
+	tl_res_clear(&r);
+	wait_phase("gone", "Failed", 15000);
+	double s = (double)(sf_mono_ns() - t0) / 1e9;
+	char reason[64] = "", msg[1024] = "";
+	cr_assert_str_eq(cond("gone", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(reason, "MissingComponent");
+	cr_assert_str_eq(msg, "Only found 0 deployed components, but was expecting 1");
+	cr_assert(s >= 1.0 && s < 9.0, "failed %.2f s after the delete (grace 2 s)", s);
+	cr_assert(tl_ctl_count(c, "confirmed missing by a live read", mark) >= 1);
+	fprintf(stderr, "missing component: Failed %.2f s after the user's delete (grace 2 s)\n", s);
+}
+
+static void aw_uid(const char *name, char *uid, size_t n)
+{
+	sf_obj *o = aw_cached(name);
+	cr_assert_not_null(o);
+	snprintf(uid, n, "%s", o->uid);
+}
+
+Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
+{
+	tl_ctl *c = controller("solo");
+	/* ours: a pod already created (e.g. by a previous leader) with this
+	 * AppWrapper as controller */
+	create_pod_aw("adopt", NULL, "adopt-pod", NULL);
+	wait_phase("adopt", "Suspended", 20000);
+	char uid[64], body[2048];
+	aw_uid("adopt", uid, sizeof(uid));
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"adopt-pod\","
+	         "\"labels\":{\"workload.codeflare.dev/appwrapper\":\"adopt\"},\"ownerReferences\":[{"
+	         "\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"name\":"
+	         "\"adopt\",\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+	         "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}",
+	         uid);
+	tl_res r = {0};
+	sf_kube_req q = {.method = "POST", .gvr = &SF_GVR_PODS, .ns = NS, .body = body,
+	                 .body_len = strlen(body)};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 201);
+	char pod_uid[64];
+	snprintf(pod_uid, sizeof(pod_uid), "%s", r.obj->uid);
+	tl_res_clear(&r);
+	admit("adopt", NULL);
+	wait_phase("adopt", "Running", 20000);
+	sf_obj *mine = get_obj(&SF_GVR_PODS, "adopt-pod");
+	cr_assert_str_eq(mine->uid, pod_uid, "the existing pod was replaced");
+	sf_obj_unref(mine);
+	(void)c;
+	char reason[64] = "";
+	cond("adopt", "Unhealthy", reason, NULL);
+	cr_assert_str_neq(reason, "CreateFailed");
+
+	/* someone else's object holds the name */
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"taken-pod\"},"
+	         "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}");
+	sf_kube_req q2 = {.method = "POST", .gvr = &SF_GVR_PODS, .ns = NS, .body = body,
+	                  .body_len = strlen(body)};
+	tl_do(&K, &q2, &r);
+	cr_assert_eq(r.http_status, 201);
+	tl_res_clear(&r);
+	create_pod_aw("foreign", NULL, "taken-pod", NULL);
+	wait_phase("foreign", "Suspended", 20000);
+	admit("foreign", NULL);
+	wait_phase("foreign", "Failed", 20000);
+	char msg[1024] = "";
+	cr_assert_str_eq(cond("foreign", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(reason, "CreateFailed");
+	cr_assert(strstr(msg, "Pod taken-pod exists, but is not controlled by this AppWrapper"), "%s",
+	          msg);
+	/* and it was not touched */
+	sf_obj *p = get_obj(&SF_GVR_PODS, "taken-pod");
+	cr_assert_not(sf_jv_ok(sf_jv_path(sf_obj_root(p), "metadata.deletionTimestamp")));
+	sf_obj_unref(p);
+}
+
+Test(appwrapper, bad_components_fail_clearly_and_others_are_served)
+{
+	controller("solo");
+	create_aw("{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	          "\"metadata\":{\"name\":\"unknown-kind\"},\"spec\":{\"suspend\":false,"
+	          "\"components\":[{\"template\":{\"apiVersion\":\"example.com/v1\",\"kind\":"
+	          "\"Widget\",\"metadata\":{\"name\":\"w\"},\"spec\":{}}}]}}");
+	create_aw("{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	          "\"metadata\":{\"name\":\"bad-path\"},\"spec\":{\"suspend\":false,"
+	          "\"components\":[{\"podSets\":[{\"path\":\"template.spec.nothere\",\"replicas\":1}],"
+	          "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"bp\"},"
+	          "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
+	create_pod_aw("fine", NULL, "fine-pod", NULL);
+	wait_phase("unknown-kind", "Suspended", 20000);
+	wait_phase("fine", "Suspended", 20000);
+	admit("unknown-kind", NULL);
+	admit("fine", NULL);
+	wait_phase("unknown-kind", "Failed", 20000);
+	char reason[64] = "", msg[1024] = "";
+	cr_assert_str_eq(cond("unknown-kind", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(reason, "CreateFailed");
+	cr_assert(strstr(msg, "no matches for kind \"Widget\" in version \"example.com/v1\""), "%s",
+	          msg);
+	wait_phase("fine", "Running", 20000);
+	/* a pod set path that points nowhere: failed with the path named */
+	wait_phase("bad-path", "Suspended", 20000);
+	admit("bad-path", NULL);
+	wait_phase("bad-path", "Failed", 20000);
+	cr_assert_str_eq(cond("bad-path", "Unhealthy", reason, msg), "True");
+	cr_assert(strstr(msg, "nothere"), "%s", msg);
 }

@@ -411,8 +411,8 @@ Test(yaml, anchors_and_aliases)
 	/* a scalar anchor is resolved again where used: as a key it is a string */
 	expect_json("a: &n 0x10\nb: *n\n*n : c\n", "{\"a\":16,\"b\":16,\"16\":\"c\"}");
 	expect_json("&k key: 1\nother: *k\n", "{\"key\":1,\"other\":\"key\"}");
-	expect_json("a: &n 1.10\nb: {*n : x}\nc: {*n : y}\nd: [*n, *n]\n",
-	            "{\"a\":1.1,\"b\":{\"1.1\":\"x\"},\"c\":{\"1.1\":\"y\"},\"d\":[1.1,1.1]}");
+	expect_json("a: &n 1.10\nb: {*n : v}\nc: {*n : y}\nd: [*n, *n]\n",
+	            "{\"a\":1.1,\"b\":{\"1.1\":\"v\"},\"c\":{\"1.1\":true},\"d\":[1.1,1.1]}");
 	/* the latest definition wins, also inside the anchored node itself */
 	expect_json("- &a 1\n- &a 2\n- *a\n", "[1,2,2]");
 	expect_json("&a [&a 1, *a]\n", "[1,1]");
