@@ -550,7 +550,12 @@ static void set_create(op *o, size_t i, sf_awp_create_outcome oc, const char *ms
 static void adopt_get_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
-	if (sf_kube_ok(res) && res->obj) {
+	if (sf_kube_ok(res) && res->obj &&
+	    sf_jv_ok(sf_jv_path(sf_obj_root(res->obj), "metadata.deletionTimestamp"))) {
+		/* an earlier incarnation on its way out: wait for it */
+		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE,
+		           "the previous instance of the component is still being deleted");
+	} else if (sf_kube_ok(res) && res->obj) {
 		sf_jv obj = sf_obj_root(res->obj);
 		if (sf_awc_owned_by(obj, o->aw->uid)) {
 			aw_mem *m = op_mem(o);
@@ -778,11 +783,13 @@ static void delete_done(req *r, const sf_kube_result *res)
 		comp_mem *cm = &m->comp[r->idx];
 		if (sf_kube_ok(res)) {
 			snprintf(cm->deleted_uid, sizeof(cm->deleted_uid), "%s", r->uid);
+			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
 			o->c->st.deletes++;
 		} else if (sf_kube_is_not_found(res) || sf_kube_is_conflict(res)) {
 			/* gone, or the name now holds another object (UID
 			 * precondition failed): nothing of ours is left */
 			cm->delete_gone = 1;
+			cm->create = SF_AWP_CREATE_NONE;
 			o->results++;
 		} else {
 			log_result("component delete failed", o, res);
@@ -816,6 +823,7 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 	if (sf_kube_is_not_found(res) ||
 	    (sf_kube_ok(res) && res->obj && !sf_awc_owned_by(sf_obj_root(res->obj), o->aw->uid))) {
 		m->comp[r->idx].delete_gone = 1;
+		m->comp[r->idx].create = SF_AWP_CREATE_NONE;
 		o->results++;
 		op_req_done(o);
 		return;
@@ -1105,6 +1113,17 @@ static int failed_condition(sf_jv obj)
 	return 0;
 }
 
+/* 1 if componentStatus entry cs already says ResourcesDeployed=True. */
+static int comp_recorded(sf_jv cs)
+{
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_get(cs, "conditions"));
+	sf_jv cd;
+	while (sf_jv_next(&it, NULL, &cd))
+		if (sf_jv_streq(sf_jv_get(cd, "type"), "ResourcesDeployed"))
+			return sf_jv_streq(sf_jv_get(cd, "status"), "True");
+	return 0;
+}
+
 /* Fills comps[] from the caches and memory. Returns 0, or 1 when a kind is
  * not ready yet (try again shortly). */
 static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps, size_t n)
@@ -1131,7 +1150,12 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		sf_obj *obj = k->state == K_READY
 		                  ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, name)
 		                  : NULL;
-		if (obj && sf_awc_owned_by(sf_obj_root(obj), o->aw->uid)) {
+		if (obj && cm->deleted_uid[0] && strcmp(obj->uid, cm->deleted_uid) == 0) {
+			/* the incarnation we deleted, not yet gone from the cache:
+			 * it must not count as the component */
+			oc->state = SF_AWP_COMP_PRESENT;
+			oc->deleting = 1;
+		} else if (obj && sf_awc_owned_by(sf_obj_root(obj), o->aw->uid)) {
 			oc->state = SF_AWP_COMP_PRESENT;
 			oc->deleting = sf_jv_ok(sf_jv_path(sf_obj_root(obj), "metadata.deletionTimestamp"));
 			oc->failed = k->reports_failed && failed_condition(sf_obj_root(obj));
@@ -1149,9 +1173,10 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 			oc->state = SF_AWP_COMP_ABSENT;
 		}
 		oc->confirmed_ms = cm->confirmed_ms;
-		/* a retryable create error is reported to one step only, so
-		 * the next one tries again */
-		if (cm->create == SF_AWP_CREATE_RETRYABLE)
+		/* A create outcome is news for the next step only: a retryable
+		 * error is reported once (the step after tries again), and a
+		 * success once the status records it. */
+		if (cm->create == SF_AWP_CREATE_RETRYABLE || comp_recorded(cs))
 			cm->create = SF_AWP_CREATE_NONE;
 	}
 	return 0;

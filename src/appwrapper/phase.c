@@ -53,6 +53,9 @@ static const char *const phase_names[SF_AW_NPHASES] = {
 #define REQUEUE_RETRY_CREATE_MS 1000
 #define REQUEUE_NOT_READY_MS 5000
 #define REQUEUE_READY_MS 60000
+/* A time read back from a condition (whole seconds) may be up to this much
+ * earlier than the event it records. */
+#define SECOND_ROUND_UP 999
 
 const char *sf_aw_phase_name(sf_aw_phase p)
 {
@@ -673,8 +676,8 @@ static int64_t comp_confirmed_ms(step *st, size_t i)
 	sf_aw_cond rd;
 	sf_aw_cond_get(comp_conds_ro(st, i), C_DEPLOYED, &rd);
 	if (rd.present && rd.ltt_ms > 0)
-		return rd.ltt_ms;
-	return get_cond(st, C_DEPLOYED).ltt_ms;
+		return rd.ltt_ms + SECOND_ROUND_UP;
+	return get_cond(st, C_DEPLOYED).ltt_ms + SECOND_ROUND_UP;
 }
 
 static void failure_detail(const sf_awp_pods *p, char *buf, size_t n)
@@ -853,8 +856,22 @@ static void step_resetting(step *st)
 	int64_t count = resetting_count(st);
 	int64_t pause = sf_aw_retry_pause_ms(st->in->s, st->in->cfg,
 	                                     count > 0 ? (int)(count > 62 ? 62 : count - 1) : 0);
+	/* Upstream counts the pause from Unhealthy's transition. When the
+	 * re-created pods fail again before any healthy pass, Unhealthy never
+	 * left True and its time is the first failure's: the pause would
+	 * shrink with every reset. The end of this reset's deletion
+	 * (ResourcesDeployed turning False, reason Resetting) is fresh in
+	 * every cycle and kept in the status, so the pause counts from the
+	 * later of the two. */
 	sf_aw_cond u = get_cond(st, C_UNHEALTHY);
-	int64_t deadline = u.ltt_ms + pause;
+	sf_aw_cond rd = get_cond(st, C_DEPLOYED);
+	int64_t from = u.ltt_ms;
+	if (rd.present && strcmp(rd.status, "False") == 0 && strcmp(rd.reason, "Resetting") == 0 &&
+	    rd.ltt_ms > from)
+		from = rd.ltt_ms;
+	/* condition times have whole seconds: count from the end of that
+	 * second so the pause is never shorter than configured */
+	int64_t deadline = from + SECOND_ROUND_UP + pause;
 	if (st->now < deadline) {
 		st->plan->why = "pausing before re-creating";
 		requeue(st, deadline - st->now);

@@ -12,8 +12,11 @@
  * straight into JSON text in one buffer per document. A mapping or sequence
  * that carries an anchor remembers the span of JSON it produced and an alias
  * copies that span again; an anchored scalar keeps its raw text because an
- * alias may use it as a key, whose rules differ. The buffer's cap (max_out)
- * turns an alias bomb into -E2BIG after at most max_out bytes of work.
+ * alias may use it as a key, whose rules differ. Alias bombs are -E2BIG
+ * two ways: go-yaml's own rule (too large a share of the nodes decoded come
+ * from alias expansion: "document contains excessive aliasing"), counted
+ * the same way here, and the buffer's cap (max_out), which bounds the work
+ * whatever the aliases.
  *
  * Scalar rules, as go-yaml v2 resolve() and decode.go:
  *  - quoted, literal (|) and folded (>) scalars without a tag are strings;
@@ -27,33 +30,39 @@
  *    if they match [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?; so a
  *    decimal integer beyond 64 bits becomes a float64, written as encoding/
  *    json writes floats (shortest round-trip digits, exponent form below
- *    1e-6 and from 1e21 up). A 0x/0o/0b literal beyond 64 bits, or a
- *    decimal one beyond float64's range, is an exact integer (the math/big
- *    fallback of sigs.k8s.io/yaml's goyaml.v2 fork), written in decimal;
+ *    1e-6 and from 1e21 up), and a 0x/0o/0b literal beyond 64 bits or a
+ *    number beyond float64's range (1e400) stays a string;
  *  - .inf, .nan and their variants are floats, which JSON cannot hold: error,
  *    as json.Marshal fails on them;
  *  - timestamps stay strings (go-yaml v2 keeps them as strings when decoding
  *    into interface{}); everything else is a string.
  * Tags !!str, !!int, !!float, !!bool, !!null and !!timestamp must match what
  * the value resolves to ("cannot decode !!str `x` as a !!int"), except that
- * !!float accepts an integer. Other tags, including "!" and !!binary, keep
- * the text as a string (go-yaml would base64-decode !!binary, which
- * sigs.k8s.io/yaml calls unsupported; we keep the text as written).
+ * !!float accepts an integer. Other tags, including "!", keep the text as a
+ * string; tags on mappings and sequences are ignored.
  *
  * Mapping keys become strings as sigs.k8s.io/yaml converts them: a key
  * resolves like a value, then bools print as true/false, integers in
  * decimal and floats as strconv.FormatFloat(f, 'g', -1, 32) (so "1e+36",
  * ".inf"). Null keys, integer keys beyond int64 and non-scalar keys are
- * errors there and here. The merge key "<<" is refused.
+ * errors there and here.
  *
  * Deliberate differences from YAMLToJSON:
- *  - Duplicate keys (after the conversion to strings) are an error, as in
- *    YAMLToJSONStrict ("key already set in map"), go-yaml v3 and kustomize;
- *    plain YAMLToJSON silently keeps the last value, which hides mistakes.
+ *  - Duplicate keys (compared as the strings they become) are an error, as
+ *    in YAMLToJSONStrict ("key already set in map"), go-yaml v3 and
+ *    kustomize; plain YAMLToJSON silently keeps the last value, which hides
+ *    mistakes. This also catches 1 and "1", which even the strict variant
+ *    lets collide in map order.
+ *  - The merge key "<<" is refused instead of merged.
+ *  - !!binary keeps its base64 text; go-yaml decodes it (sigs.k8s.io/yaml
+ *    documents !!binary as unsupported).
  *  - Members keep their document order; Go's encoder sorts them.
  *  - Nesting is limited to 127 levels, what sf_json_minify (yajl) accepts.
- *  - A 0x/0o/0b literal beyond 64 bits may have at most 4096 digits (its
- *    conversion to decimal is quadratic).
+ *  - Strings are escaped by sf_buf_put_json_str: \u0008 where Go and yajl
+ *    write \b, and <, > and & as they are where Go writes \u003c.
+ *
+ * Checked against sigs.k8s.io/yaml v1.6.0 over go.yaml.in/yaml/v2 (what
+ * Kubernetes 1.37 uses): same JSON for every scalar case in test_yaml.c.
  */
 #include "steadfast/yaml.h"
 
@@ -76,8 +85,7 @@
 
 #define YAML_DEFAULT_MAX_OUT ((size_t)64 * 1024 * 1024)
 #define YAML_MAX_FILE ((size_t)256 * 1024 * 1024)
-#define YAML_MAX_DEPTH 127     /* yajl_gen's limit: sf_json_minify accepts the output */
-#define YAML_MAX_BIG_DIGITS 4096 /* 0x/0o/0b literals beyond 64 bits (quadratic conversion) */
+#define YAML_MAX_DEPTH 127 /* yajl_gen's limit: sf_json_minify accepts the output */
 #define YAML_TAG_PREFIX "tag:yaml.org,2002:"
 
 /* ---- types ---- */
@@ -98,7 +106,7 @@ enum ytag {
 static const char *const tag_names[] = {"",        "!!str",       "!!null",  "!!bool", "!!int",
                                         "!!float", "!!timestamp", "!!merge", "!"};
 
-enum { INT_S64, INT_U64, INT_BIG };
+enum { INT_S64, INT_U64 };
 
 struct scalar {
 	const char *v;
@@ -111,7 +119,7 @@ struct scalar {
 /* What a scalar resolved to. */
 struct res {
 	enum ytag t; /* T_NULL, T_BOOL, T_INT, T_FLOAT, T_STR or T_TIMESTAMP */
-	int ik;      /* T_INT: INT_S64, INT_U64 or INT_BIG (digits in conv.tmp) */
+	int ik;      /* T_INT: INT_S64 or INT_U64 */
 	int b;
 	int64_t i;
 	uint64_t u;
@@ -129,6 +137,7 @@ struct anchor {
 	struct scalar s; /* value and tag are copied after the struct */
 	char *val, *key; /* malloc'd JSON texts, NULL until first needed */
 	size_t vlen, klen;
+	uint64_t nodes; /* go-yaml decode operations for the node, aliases expanded */
 };
 
 struct keyref {
@@ -144,6 +153,7 @@ struct frame {
 	size_t start; /* offset of its '[' or '{' */
 	char *anchor; /* NULL, or the anchor being defined (open until the end) */
 	uint64_t seq;
+	uint64_t decodes; /* conv.decodes before this node */
 	yaml_mark_t mark;
 	struct keyref *keys; /* kept for reuse by the next frame at this level */
 	size_t nkeys, capkeys;
@@ -154,6 +164,7 @@ struct conv {
 	sf_buf tmp;         /* scratch: numbers without underscores */
 	sf_strmap *anchors; /* name -> struct anchor, per document */
 	uint64_t seq;
+	uint64_t decodes, alias_decodes; /* go-yaml's decodeCount and aliasCount */
 	size_t depth;
 	struct frame stack[YAML_MAX_DEPTH];
 	size_t max_out;
@@ -249,15 +260,15 @@ static const struct {
 	enum ytag t;
 	int v; /* bool value; float: 0 NaN, 1 +Inf, -1 -Inf */
 } words[] = {
-    {"y", T_BOOL, 1},      {"Y", T_BOOL, 1},       {"yes", T_BOOL, 1},     {"Yes", T_BOOL, 1},
-    {"YES", T_BOOL, 1},    {"true", T_BOOL, 1},    {"True", T_BOOL, 1},    {"TRUE", T_BOOL, 1},
-    {"on", T_BOOL, 1},     {"On", T_BOOL, 1},      {"ON", T_BOOL, 1},      {"n", T_BOOL, 0},
-    {"N", T_BOOL, 0},      {"no", T_BOOL, 0},      {"No", T_BOOL, 0},      {"NO", T_BOOL, 0},
-    {"false", T_BOOL, 0},  {"False", T_BOOL, 0},   {"FALSE", T_BOOL, 0},   {"off", T_BOOL, 0},
-    {"Off", T_BOOL, 0},    {"OFF", T_BOOL, 0},     {"", T_NULL, 0},        {"~", T_NULL, 0},
-    {"null", T_NULL, 0},   {"Null", T_NULL, 0},    {"NULL", T_NULL, 0},    {".nan", T_FLOAT, 0},
-    {".NaN", T_FLOAT, 0},  {".NAN", T_FLOAT, 0},   {".inf", T_FLOAT, 1},   {".Inf", T_FLOAT, 1},
-    {".INF", T_FLOAT, 1},  {"+.inf", T_FLOAT, 1},  {"+.Inf", T_FLOAT, 1},  {"+.INF", T_FLOAT, 1},
+    {"y", T_BOOL, 1},       {"Y", T_BOOL, 1},       {"yes", T_BOOL, 1},     {"Yes", T_BOOL, 1},
+    {"YES", T_BOOL, 1},     {"true", T_BOOL, 1},    {"True", T_BOOL, 1},    {"TRUE", T_BOOL, 1},
+    {"on", T_BOOL, 1},      {"On", T_BOOL, 1},      {"ON", T_BOOL, 1},      {"n", T_BOOL, 0},
+    {"N", T_BOOL, 0},       {"no", T_BOOL, 0},      {"No", T_BOOL, 0},      {"NO", T_BOOL, 0},
+    {"false", T_BOOL, 0},   {"False", T_BOOL, 0},   {"FALSE", T_BOOL, 0},   {"off", T_BOOL, 0},
+    {"Off", T_BOOL, 0},     {"OFF", T_BOOL, 0},     {"", T_NULL, 0},        {"~", T_NULL, 0},
+    {"null", T_NULL, 0},    {"Null", T_NULL, 0},    {"NULL", T_NULL, 0},    {".nan", T_FLOAT, 0},
+    {".NaN", T_FLOAT, 0},   {".NAN", T_FLOAT, 0},   {".inf", T_FLOAT, 1},   {".Inf", T_FLOAT, 1},
+    {".INF", T_FLOAT, 1},   {"+.inf", T_FLOAT, 1},  {"+.Inf", T_FLOAT, 1},  {"+.INF", T_FLOAT, 1},
     {"-.inf", T_FLOAT, -1}, {"-.Inf", T_FLOAT, -1}, {"-.INF", T_FLOAT, -1},
 };
 
@@ -423,21 +434,6 @@ static int underscore_ok(const char *s, size_t n)
 	return saw != '_';
 }
 
-/* math/big's SetString(s, 0) syntax for an unsigned literal, within our
- * digit limit (-E2BIG beyond it). */
-static int big_syntax(const char *s, size_t n)
-{
-	size_t i;
-	unsigned base = go_base(s, n, &i);
-	if (i == n && base != 8)
-		return 0;
-	for (size_t k = i; k < n; k++) {
-		if (digit_val(s[k]) >= (int)base)
-			return 0;
-	}
-	return base != 10 && n - i > YAML_MAX_BIG_DIGITS ? -E2BIG : 1;
-}
-
 static int days_in(int mon, int year)
 {
 	static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -538,27 +534,13 @@ static int resolve_number(struct conv *c, const struct scalar *s, enum ytag tag,
 		r->ik = INT_S64;
 		return 0;
 	}
-	int urc = go_parse_uint(p, n, &r->u);
-	if (urc == 0) {
+	if (go_parse_uint(p, n, &r->u) == 0) {
 		r->t = T_INT;
 		r->ik = INT_U64;
 		return 0;
 	}
-	if (float_syntax(p, n) && c_strtod(c, p, &r->f) == 0) {
+	if (float_syntax(p, n) && c_strtod(c, p, &r->f) == 0)
 		r->t = T_FLOAT;
-		return 0;
-	}
-	if (urc == -ERANGE) {
-		int b = big_syntax(p, n);
-		if (b < 0)
-			return fail(c, -EBADMSG, &s->mark,
-			            "a 0x/0o/0b integer beyond 64 bits with more than %d digits",
-			            YAML_MAX_BIG_DIGITS);
-		if (b) {
-			r->t = T_INT;
-			r->ik = INT_BIG;
-		}
-	}
 	return 0;
 }
 
@@ -724,35 +706,6 @@ static size_t key_float(struct conv *c, double d, char s[64])
 	return k + fmt_f(s + k, dig, exp);
 }
 
-/* An integer literal beyond 64 bits, syntax already checked, in decimal:
- * 0x/0o/0b or leading-0 octal, or a decimal too large even for a float64. */
-static int put_bigint(sf_buf *b, const char *s, size_t n)
-{
-	size_t i;
-	unsigned base = go_base(s, n, &i);
-	if (base == 10)
-		return sf_buf_append(b, s, n); /* no leading zero: that would be octal */
-	size_t cap = (n - i) / 7 + 2, m = 0;
-	uint32_t *limb = calloc(cap, sizeof(*limb)); /* base 1e9, least significant first */
-	if (!limb)
-		return -ENOMEM;
-	for (; i < n; i++) {
-		uint64_t carry = (uint64_t)digit_val(s[i]);
-		for (size_t j = 0; j < m; j++) {
-			uint64_t t = (uint64_t)limb[j] * base + carry;
-			limb[j] = (uint32_t)(t % 1000000000u);
-			carry = t / 1000000000u;
-		}
-		if (carry && m < cap)
-			limb[m++] = (uint32_t)carry;
-	}
-	int rc = sf_buf_printf(b, "%" PRIu32, m ? limb[m - 1] : 0);
-	for (size_t j = m > 1 ? m - 1 : 0; j-- > 0 && !rc;)
-		rc = sf_buf_printf(b, "%09" PRIu32, limb[j]);
-	free(limb);
-	return rc;
-}
-
 /* ---- scalars as values and keys ---- */
 
 static int put_value(struct conv *c, const struct scalar *s)
@@ -767,14 +720,12 @@ static int put_value(struct conv *c, const struct scalar *s)
 	case T_INT:
 		if (r.ik == INT_S64)
 			return sf_buf_printf(&c->out, "%" PRId64, r.i);
-		if (r.ik == INT_U64)
-			return sf_buf_printf(&c->out, "%" PRIu64, r.u);
-		return put_bigint(&c->out, c->tmp.data, c->tmp.len);
+		return sf_buf_printf(&c->out, "%" PRIu64, r.u);
 	case T_FLOAT:
 		if (!isfinite(r.f))
-			return fail(c, -EBADMSG, &s->mark,
-			            "`%.*s` (%s) cannot be represented in JSON", clip(s->v, s->n, 40),
-			            s->v, isnan(r.f) ? "not a number" : "infinity");
+			return fail(
+			    c, -EBADMSG, &s->mark, "`%.*s` (%s) cannot be represented in JSON",
+			    clip(s->v, s->n, 40), s->v, isnan(r.f) ? "not a number" : "infinity");
 		return put_json_float(c, r.f);
 	default: return sf_buf_put_json_str(&c->out, s->v, s->n);
 	}
@@ -793,8 +744,7 @@ static int put_key(struct conv *c, const struct scalar *s, int alias)
 		return rc;
 	char buf[64];
 	switch (r.t) {
-	case T_NULL:
-		return fail(c, -EBADMSG, &s->mark, "a null mapping key cannot be a JSON key");
+	case T_NULL: return fail(c, -EBADMSG, &s->mark, "a null mapping key cannot be a JSON key");
 	case T_BOOL: return sf_buf_put_json_str(&c->out, r.b ? "true" : "false", r.b ? 4 : 5);
 	case T_INT:
 		if (r.ik != INT_S64)
@@ -813,6 +763,18 @@ static int put_key(struct conv *c, const struct scalar *s, int alias)
 }
 
 /* ---- anchors ---- */
+
+/* go-yaml v2's allowedAliasRatio: the share of decode operations that may
+ * come from alias expansion, 99% up to 400,000 operations, then falling
+ * linearly to 10% at 4,000,000. */
+static double allowed_alias_ratio(uint64_t decodes)
+{
+	if (decodes <= 400000)
+		return 0.99;
+	if (decodes >= 4000000)
+		return 0.10;
+	return 0.99 - 0.89 * ((double)(decodes - 400000) / (double)(4000000 - 400000));
+}
 
 static void free_anchor(void *p)
 {
@@ -875,6 +837,7 @@ static int anchor_scalar(struct conv *c, const char *name, const struct scalar *
 	memcpy(v, s->v, s->n);
 	v[s->n] = '\0';
 	a->seq = ++c->seq;
+	a->nodes = 1;
 	a->kind = 0;
 	a->off = a->len = 0;
 	a->s = *s;
@@ -1001,6 +964,7 @@ static int on_scalar(struct conv *c, const yaml_event_t *ev)
 	int rc = begin_node(c, &ev->start_mark, 0, &key);
 	if (rc)
 		return rc;
+	c->decodes++;
 	size_t koff = c->out.len;
 	rc = key ? put_key(c, &s, 0) : put_value(c, &s);
 	if (!rc && ev->data.scalar.anchor)
@@ -1020,6 +984,17 @@ static int on_alias(struct conv *c, const yaml_event_t *ev)
 	}
 	if (!a)
 		return fail(c, -EBADMSG, &ev->start_mark, "unknown anchor '%s' referenced", name);
+	/* go-yaml counts the alias and every node it expands to, and refuses a
+	 * document where too many come from aliases; the count only grows
+	 * during an expansion, so checking once after it is the same */
+	c->decodes += 1 + a->nodes;
+	c->alias_decodes += a->nodes;
+	if (c->alias_decodes > 100 && c->decodes > 1000 &&
+	    (double)c->alias_decodes / (double)c->decodes > allowed_alias_ratio(c->decodes))
+		return fail(c, -E2BIG, &ev->start_mark,
+		            "document contains excessive aliasing (%" PRIu64 " of %" PRIu64
+		            " nodes come from aliases)",
+		            c->alias_decodes, c->decodes);
 	int key;
 	int rc = begin_node(c, &ev->start_mark, a->kind, &key);
 	if (rc)
@@ -1059,6 +1034,7 @@ static int on_start(struct conv *c, const yaml_event_t *ev, int map)
 	f->count = 0;
 	f->nkeys = 0;
 	f->start = c->out.len;
+	f->decodes = c->decodes++;
 	f->mark = ev->start_mark;
 	f->anchor = NULL;
 	if (anchor) {
@@ -1086,6 +1062,7 @@ static int on_end(struct conv *c)
 			a->kind = f->map ? 2 : 1;
 			a->off = f->start;
 			a->len = c->out.len - f->start;
+			a->nodes = c->decodes - f->decodes;
 			rc = anchor_put(c, f->anchor, a);
 		} else {
 			rc = -ENOMEM;
@@ -1106,6 +1083,8 @@ static void doc_reset(struct conv *c)
 		c->stack[i].anchor = NULL;
 	}
 	c->depth = 0;
+	c->decodes = 1; /* the document node */
+	c->alias_decodes = 0;
 	sf_buf_reset(&c->out);
 	if (c->anchors)
 		sf_strmap_clear(c->anchors, free_anchor);
@@ -1151,8 +1130,9 @@ static int parser_error(struct conv *c, const yaml_parser_t *p)
 		return fail(c, -EBADMSG, &m, "%s (byte %zu)", problem, p->problem_offset);
 	}
 	if (p->context)
-		return fail(c, -EBADMSG, &p->problem_mark, "%s (%s at line %zu column %zu)", problem,
-		            p->context, p->context_mark.line + 1, p->context_mark.column + 1);
+		return fail(c, -EBADMSG, &p->problem_mark, "%s (%s at line %zu column %zu)",
+		            problem, p->context, p->context_mark.line + 1,
+		            p->context_mark.column + 1);
 	return fail(c, -EBADMSG, &p->problem_mark, "%s", problem);
 }
 

@@ -674,3 +674,170 @@ Test(appwrapper, bad_components_fail_clearly_and_others_are_served)
 	cr_assert_str_eq(cond("bad-path", "Unhealthy", reason, msg), "True");
 	cr_assert(strstr(msg, "nothere"), "%s", msg);
 }
+
+/* ---- incident B: a pod that always fails ---- */
+
+#define MAX_INCARNATIONS 16
+
+typedef struct crashloop {
+	const char *pod;
+	char uids[MAX_INCARNATIONS][64];
+	double created_ms[MAX_INCARNATIONS]; /* first seen by the test */
+	double failed_ms[MAX_INCARNATIONS];  /* when the test (kubelet) failed it */
+	int n;
+} crashloop;
+
+static double now_ms(void)
+{
+	return (double)sf_mono_ns() / 1e6;
+}
+
+/* kubelet for the crash loop: each new incarnation of the pod fails at
+ * once with exit code 1. */
+static int crashloop_step(void *ud)
+{
+	crashloop *cl = ud;
+	sf_obj *p = sf_store_get_ns(sf_informer_store(PODS), NS, cl->pod);
+	if (!p || sf_jv_ok(sf_jv_path(sf_obj_root(p), "metadata.deletionTimestamp")))
+		return 0;
+	if (cl->n > 0 && strcmp(cl->uids[cl->n - 1], p->uid) == 0)
+		return 0;
+	cr_assert(cl->n < MAX_INCARNATIONS, "too many incarnations");
+	snprintf(cl->uids[cl->n], 64, "%s", p->uid);
+	cl->created_ms[cl->n] = now_ms();
+	cl->n++;
+	return 1;
+}
+
+static int is_failed_phase(const char *name)
+{
+	sf_obj *o = aw_cached(name);
+	return o && sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), "Failed");
+}
+
+typedef struct leader_ctx {
+	const char *lease;
+	char holder[128];
+} leader_ctx;
+
+static void lease_holder(const char *lease, char *buf, size_t n)
+{
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = NS, .name = lease};
+	tl_do(&K, &q, &r);
+	buf[0] = 0;
+	if (r.http_status == 200)
+		sf_jv_str(sf_jv_path(sf_obj_root(r.obj), "spec.holderIdentity"), buf, n);
+	tl_res_clear(&r);
+}
+
+/* The reset pause doubles (1 s, 2 s, 4 s, 8 s, 16 s), survives a leader
+ * failover in the middle, and the loop ends in Failed with the exit code
+ * on the AppWrapper and in an aggregated event. */
+Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeout = 300)
+{
+	tl_ctl *a = controller("replica-a");
+	tl_ctl *b = controller("replica-b");
+	create_pod_aw("crashloop",
+	              "\"workload.codeflare.dev.appwrapper/retryLimit\":\"5\","
+	              "\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\","
+	              "\"workload.codeflare.dev.appwrapper/retryPausePeriodDuration\":\"1s\"",
+	              "crashloop-pod", NULL);
+	wait_phase("crashloop", "Suspended", 20000);
+	admit("crashloop", NULL);
+	crashloop cl = {.pod = "crashloop-pod"};
+	int killed = 0;
+	while (!is_failed_phase("crashloop")) {
+		int before = cl.n;
+		if (tl_run_until_fn(&K.loop, crashloop_step, &cl, 60000) != 0) {
+			if (is_failed_phase("crashloop"))
+				break;
+			dump_aw("crashloop");
+			cr_assert_fail("no new incarnation within 60 s (had %d)", cl.n);
+		}
+		cr_assert_eq(cl.n, before + 1);
+		kubelet(cl.pod, "Failed", 1, "walk bundle dir /manifests: not a directory");
+		cl.failed_ms[cl.n - 1] = now_ms();
+		if (cl.n == 3 && !killed) {
+			/* the leader dies in the middle of the backoff */
+			char holder[128];
+			lease_holder("steadfast-test", holder, sizeof(holder));
+			tl_ctl *leader = strcmp(holder, "replica-a") == 0 ? a : b;
+			cr_assert(strcmp(holder, "replica-a") == 0 || strcmp(holder, "replica-b") == 0,
+			          "holder %s", holder);
+			tl_ctl_signal(leader, SIGKILL);
+			killed = 1;
+			fprintf(stderr, "crashloop: killed the leader %s after incarnation 3\n", holder);
+		}
+		/* wait until this incarnation is gone or the AppWrapper failed */
+		if (cl.n == 6)
+			break;
+	}
+	wait_phase("crashloop", "Failed", 60000);
+	cr_assert_eq(cl.n, 6, "incarnations: %d (1 + retryLimit 5)", cl.n);
+	for (int k = 1; k < cl.n; k++) {
+		double gap = (cl.created_ms[k] - cl.failed_ms[k - 1]) / 1000.0;
+		double want = (double)(1 << (k - 1));
+		fprintf(stderr, "crashloop: re-creation %d after %.2f s (pause %.0f s)\n", k, gap, want);
+		/* never early; late by at most the detection, the deletion,
+		 * a second of condition-time resolution and (once) a failover */
+		cr_assert(gap >= want - 0.1 && gap <= want + 4.5,
+		          "re-creation %d came %.2f s after the failure; the pause is %.0f s", k, gap,
+		          want);
+		if (k >= 2)
+			cr_assert(cl.created_ms[k] - cl.failed_ms[k - 1] >
+			              cl.created_ms[k - 1] - cl.failed_ms[k - 2] - 1000,
+			          "the pause did not grow");
+	}
+	char reason[64] = "", msg[1024] = "";
+	cr_assert_str_eq(cond("crashloop", "Unhealthy", reason, msg), "True");
+	cr_assert(strstr(msg, "exited with code 1 (Error): walk bundle dir /manifests: not a "
+	                      "directory"),
+	          "%s", msg);
+	sf_obj *o = aw_cached("crashloop");
+	int64_t resets = 0;
+	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.resettingCount"), &resets);
+	cr_assert_eq(resets, 5);
+	ev_find ev = wait_event("crashloop", "exited with code 1", 10000);
+	cr_assert(ev.warning);
+	cr_assert(killed);
+}
+
+/* Someone else (a webhook, the API server's defaults) changes the live
+ * component: that is not drift, nothing is re-created. */
+Test(appwrapper, changes_by_others_to_a_live_component_do_not_recreate_it)
+{
+	controller("solo");
+	create_pod_aw("drift", NULL, "drift-pod",
+	              "\"volumes\":[{\"name\":\"cfg\",\"configMap\":{\"name\":\"cfg\"}}],");
+	wait_phase("drift", "Suspended", 20000);
+	admit("drift", NULL);
+	wait_phase("drift", "Running", 20000);
+	sf_obj *p = get_obj(&SF_GVR_PODS, "drift-pod");
+	char uid[64];
+	snprintf(uid, sizeof(uid), "%s", p->uid);
+	/* the server defaulted the ConfigMap volume's mode */
+	int64_t mode = 0;
+	cr_assert_eq(sf_jv_int64(sf_jv_path(sf_obj_root(p), "spec.volumes[0].configMap.defaultMode"),
+	                         &mode),
+	             0);
+	cr_assert_eq(mode, 420);
+	sf_obj_unref(p);
+	/* a webhook-like mutation of labels and annotations */
+	cr_assert_eq(patch(&SF_GVR_PODS, "drift-pod", NULL,
+	                   "{\"metadata\":{\"labels\":{\"injected-by\":\"webhook\"},\"annotations\":{"
+	                   "\"sidecar.example.com/status\":\"injected\"}}}"),
+	             200);
+	/* then the pod runs: PodsReady proves a reconcile after the changes */
+	kubelet("drift-pod", "Running", 0, NULL);
+	wait_cond("drift", "PodsReady", "True", 20000);
+	p = get_obj(&SF_GVR_PODS, "drift-pod");
+	cr_assert_str_eq(p->uid, uid, "the pod was re-created");
+	cr_assert_not(sf_jv_ok(sf_jv_path(sf_obj_root(p), "metadata.deletionTimestamp")));
+	sf_obj_unref(p);
+	sf_obj *o = aw_cached("drift");
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), "Running"));
+	int64_t resets = 0; /* absent = 0 */
+	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.resettingCount"), &resets);
+	cr_assert_eq(resets, 0);
+}

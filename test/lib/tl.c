@@ -70,9 +70,12 @@ int tl_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeo
 	 * and the deadline would fire at once. */
 	uv_update_time(loop);
 	uv_timer_start(t, on_deadline, (uint64_t)timeout_ms, 0);
-	while (!pred(ud) && !d.fired)
+	/* pred may have side effects: a true answer is kept, not asked again */
+	int ok;
+	while (!(ok = pred(ud)) && !d.fired)
 		uv_run(loop, UV_RUN_ONCE);
-	int ok = pred(ud);
+	if (!ok)
+		ok = pred(ud);
 	uv_timer_stop(t);
 	uv_close((uv_handle_t *)t, on_close_free);
 	uv_run(loop, UV_RUN_NOWAIT);

@@ -362,7 +362,7 @@ Test(awphase, running_absent_within_grace_waits)
 	cr_assert(s.plan.suppressed_missing);
 	cr_assert_null(s.plan.status);
 	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY));
-	cr_assert_eq(s.plan.requeue_ms, set.missing_grace_ms - 2000);
+	cr_assert_eq(s.plan.requeue_ms, set.missing_grace_ms - 2000 + 999);
 	done(&s);
 }
 
@@ -630,7 +630,7 @@ Test(awphase, resetting_pause_doubles_per_reset)
 		snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 		free(st);
 		run(&s);
-		int64_t want = (2000LL << (resets - 1)) - 1000;
+		int64_t want = (2000LL << (resets - 1)) - 1000 + 999;
 		cr_assert_eq(s.plan.requeue_ms, want, "resets %d: requeue %lld, want %lld", resets,
 		             (long long)s.plan.requeue_ms, (long long)want);
 		cr_assert(s.plan.status == NULL || strcmp(pphase(&s), "Resetting") == 0);
@@ -642,14 +642,14 @@ Test(awphase, resetting_pause_doubles_per_reset)
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
 	run(&s);
-	cr_assert_eq(s.plan.requeue_ms, 2000);
+	cr_assert_eq(s.plan.requeue_ms, 2999);
 	done(&s);
 }
 
 Test(awphase, resetting_pause_over_resumes)
 {
 	set.retry_pause_ms = 1000;
-	char *st = resetting_status(NOW - 4500, 0, 3);
+	char *st = resetting_status(NOW - 5000, 0, 3);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
 	run(&s);
