@@ -179,6 +179,11 @@ typedef struct sf_reflector_opts {
 	double backoff_jitter; /* delay += rand * jitter * delay; 0 = 1.0, < 0 = none */
 	const char *name;      /* for logs; NULL = resource name */
 	int strip_managed_fields; /* drop metadata.managedFields before storing */
+	/* Fault injection for tests: each watch event (and the resourceVersion
+	 * it carries) is applied a random 0..N ms after it arrived, in order,
+	 * so the cache lags the API server the way a slow watch does. Queued
+	 * events are dropped when a re-list starts. 0 = off. */
+	long fault_event_delay_max_ms;
 	/* Each time the newest seen resourceVersion advances (list end, watch
 	 * event, bookmark). */
 	void (*on_rv)(void *ud, const char *rv);

@@ -39,6 +39,9 @@ typedef struct sf_awctl_opts {
 	long expectation_timeout_ms;
 	/* identity for Events' reportingInstance ("" = hostname) */
 	const char *identity;
+	/* fault injection for tests: informers apply watch events up to this
+	 * many ms late (see sf_reflector_opts); 0 = off */
+	long fault_watch_delay_ms;
 } sf_awctl_opts;
 
 /* client is borrowed (writes pass its write gate). */

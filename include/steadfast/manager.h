@@ -9,6 +9,10 @@
  * it at the version it last wrote, and exit 0. Nothing here exits because
  * the API server is unreachable: informers and the election retry with
  * backoff.
+ *
+ * $STEADFAST_FAULT_WATCH_DELAY_MS (tests only) makes the controller's
+ * informers apply watch events up to that many ms late, to reproduce a
+ * cache that lags the API server.
  */
 #ifndef STEADFAST_MANAGER_H
 #define STEADFAST_MANAGER_H

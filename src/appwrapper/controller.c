@@ -126,6 +126,7 @@ struct sf_awctl {
 	sf_aw_config cfg;
 	char *ns;
 	long expect_timeout_ms;
+	long fault_delay_ms;
 	sf_informer *aw_inf;
 	sf_informer *pod_inf;
 	kind_ent *kinds;
@@ -430,6 +431,7 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	o.reflector.label_selector = selector;
 	o.reflector.name = name;
 	o.reflector.strip_managed_fields = 1;
+	o.reflector.fault_event_delay_max_ms = c->fault_delay_ms;
 	o.label_indexes = selector ? label_idx : NULL;
 	o.controller_index = selector != NULL;
 	return sf_informer_new(c->loop, c->client, &o, out);
@@ -1298,6 +1300,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 		sf_awcfg_defaults(&c->cfg);
 	c->expect_timeout_ms =
 	    opts && opts->expectation_timeout_ms > 0 ? opts->expectation_timeout_ms : 60000;
+	c->fault_delay_ms = opts ? opts->fault_watch_delay_ms : 0;
 	if (opts && opts->ns && opts->ns[0] && !(c->ns = strdup(opts->ns)))
 		goto fail;
 	sf_queue_opts q = {

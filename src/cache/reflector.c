@@ -98,11 +98,37 @@ struct sf_reflector {
 	int64_t last_failure_ns;
 	uint64_t rng;
 
+	/* fault injection: watch events waiting to be applied */
+	long delay_max_ms;
+	struct delayed *dq_head, *dq_tail;
+	int64_t dq_last_due_ms;
+	uv_timer_t *dtimer;
+
 	sf_reflector_stats stats;
 };
 
 static void list_start(sf_reflector *r);
 static void watch_start(sf_reflector *r);
+
+typedef struct delayed {
+	struct delayed *next;
+	sf_watch_type type;
+	sf_obj *obj;
+	int64_t due_ms;
+} delayed;
+
+static void dq_drop(sf_reflector *r)
+{
+	while (r->dq_head) {
+		delayed *d = r->dq_head;
+		r->dq_head = d->next;
+		sf_obj_unref(d->obj);
+		free(d);
+	}
+	r->dq_tail = NULL;
+	if (r->dtimer)
+		uv_timer_stop(r->dtimer);
+}
 
 /* ---- helpers ---- */
 
@@ -200,6 +226,12 @@ void sf_reflector_stop(sf_reflector *r, void (*cb)(void *ud), void *ud)
 		r->closing++;
 		uv_close((uv_handle_t *)r->timer, on_timer_closed);
 		r->timer = NULL;
+	}
+	dq_drop(r);
+	if (r->dtimer) {
+		r->closing++;
+		uv_close((uv_handle_t *)r->dtimer, on_timer_closed);
+		r->dtimer = NULL;
 	}
 	if (r->call) {
 		/* Its callback ends the call; from inside a stream callback the
@@ -394,7 +426,9 @@ fail_local:
 static void list_start(sf_reflector *r)
 {
 	if (!r->cont) {
-		/* first page: a new replace pass */
+		/* first page: a new replace pass (late events of the old watch
+		 * would only take the store backwards) */
+		dq_drop(r);
 		sf_store_replace_begin(r->store);
 		r->list_open = 1;
 	}
@@ -482,22 +516,14 @@ static void note_rv(sf_reflector *r, const char *rv)
 	advance_rv(r, rv);
 }
 
-static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
+/* Applies one ADDED/MODIFIED/DELETED/BOOKMARK event to the store. */
+static void apply_event(sf_reflector *r, sf_watch_type type, sf_obj *obj)
 {
-	sf_reflector *r = ud;
-	if (stopping(r) || r->next != NEXT_NONE) {
-		sf_obj_unref(obj);
-		return 1;
-	}
 	int rc;
 	char b[24];
-	if (r->strip_managed_fields && type != SF_WATCH_BOOKMARK && type != SF_WATCH_ERROR)
-		obj = sf_obj_strip_managed_fields(obj);
-	r->in_stream_cb = 1;
 	switch (type) {
 	case SF_WATCH_ADDED:
 	case SF_WATCH_MODIFIED:
-		r->watch_events++;
 		if (is_stale(r, obj)) {
 			r->stats.stale_events++;
 			note_rv(r, obj->rv);
@@ -512,17 +538,76 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 		note_rv(r, obj->rv);
 		break;
 	case SF_WATCH_DELETED:
-		r->watch_events++;
 		r->stats.events++;
 		apply_delete(r, obj);
 		note_rv(r, obj->rv);
 		break;
 	case SF_WATCH_BOOKMARK:
-		r->watch_events++;
 		r->stats.bookmarks++;
 		note_rv(r, obj->rv);
 		break;
-	case SF_WATCH_ERROR: watch_error_event(r, obj); break;
+	case SF_WATCH_ERROR: break;
+	}
+}
+
+static void on_dtimer(uv_timer_t *t)
+{
+	sf_reflector *r = t->data;
+	int64_t now = sf_mono_ns() / SF_NSEC_PER_MSEC;
+	while (r->dq_head && r->dq_head->due_ms <= now && !stopping(r)) {
+		delayed *d = r->dq_head;
+		r->dq_head = d->next;
+		if (!r->dq_head)
+			r->dq_tail = NULL;
+		apply_event(r, d->type, d->obj);
+		sf_obj_unref(d->obj);
+		free(d);
+	}
+	if (r->dq_head && r->dtimer)
+		uv_timer_start(r->dtimer, on_dtimer, (uint64_t)(r->dq_head->due_ms - now), 0);
+}
+
+/* Fault injection: queue the event to be applied later. 0, or -ENOMEM
+ * (then it is applied now). */
+static int delay_event(sf_reflector *r, sf_watch_type type, sf_obj *obj)
+{
+	delayed *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	int64_t now = sf_mono_ns() / SF_NSEC_PER_MSEC;
+	int64_t due = now + (int64_t)(rng_unit(r) * (double)r->delay_max_ms);
+	if (due < r->dq_last_due_ms)
+		due = r->dq_last_due_ms; /* keep the order */
+	r->dq_last_due_ms = due;
+	d->type = type;
+	d->obj = sf_obj_ref(obj);
+	d->due_ms = due;
+	if (r->dq_tail)
+		r->dq_tail->next = d;
+	else
+		r->dq_head = d;
+	r->dq_tail = d;
+	if (r->dq_head == d)
+		uv_timer_start(r->dtimer, on_dtimer, (uint64_t)(due - now), 0);
+	return 0;
+}
+
+static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
+{
+	sf_reflector *r = ud;
+	if (stopping(r) || r->next != NEXT_NONE) {
+		sf_obj_unref(obj);
+		return 1;
+	}
+	if (r->strip_managed_fields && type != SF_WATCH_BOOKMARK && type != SF_WATCH_ERROR)
+		obj = sf_obj_strip_managed_fields(obj);
+	r->in_stream_cb = 1;
+	if (type == SF_WATCH_ERROR) {
+		watch_error_event(r, obj);
+	} else {
+		r->watch_events++;
+		if (!r->dtimer || delay_event(r, type, obj) != 0)
+			apply_event(r, type, obj);
 	}
 	r->in_stream_cb = 0;
 	sf_obj_unref(obj);
@@ -658,6 +743,7 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	r->gvr = opts->gvr;
 	r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
 	r->strip_managed_fields = opts->strip_managed_fields;
+	r->delay_max_ms = opts->fault_event_delay_max_ms;
 	r->watch_min_s = opts->watch_min_s > 0 ? opts->watch_min_s : 300;
 	r->watch_max_s = opts->watch_max_s > 0 ? opts->watch_max_s : 600;
 	if (r->watch_max_s < r->watch_min_s)
@@ -709,6 +795,18 @@ int sf_reflector_start(sf_reflector *r)
 	}
 	t->data = r;
 	r->timer = t;
+	if (r->delay_max_ms > 0) {
+		t = calloc(1, sizeof(*t));
+		if (!t || uv_timer_init(r->loop, t) != 0) {
+			free(t);
+		} else {
+			t->data = r;
+			r->dtimer = t;
+			char b[24];
+			sf_log_warn(LOGGER, "fault injection: watch events are applied late",
+			            "resource", r->name, "maxDelayMs", num(b, r->delay_max_ms), NULL);
+		}
+	}
 	sf_log_debug(LOGGER, "starting", "resource", r->name, NULL);
 	list_start(r);
 	return 0;

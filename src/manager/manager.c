@@ -152,6 +152,10 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	sf_awctl_opts ao = {.cfg = o->cfg ? o->cfg : &defaults,
 	                    .ns = o->watch_namespace,
 	                    .identity = identity};
+	/* fault injection, for the stale-cache tests only */
+	const char *lag = getenv("STEADFAST_FAULT_WATCH_DELAY_MS");
+	if (lag && lag[0])
+		ao.fault_watch_delay_ms = atol(lag);
 	if ((rc = sf_awctl_new(&m.loop, m.client, &ao, &m.ctl)) < 0) {
 		sf_log_error(LOGGER, "cannot create the controller", "error", strerror(-rc), NULL);
 		goto fail;

@@ -841,3 +841,165 @@ Test(appwrapper, changes_by_others_to_a_live_component_do_not_recreate_it)
 	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.resettingCount"), &resets);
 	cr_assert_eq(resets, 0);
 }
+
+/* ---- incident A: failover with a cold cache while Kueue admits ---- */
+
+#define A_AWS 20
+
+typedef struct admits {
+	int pending;
+	int failed;
+} admits;
+
+static void admit_done(void *ud, const sf_kube_result *r)
+{
+	admits *a = ud;
+	a->pending--;
+	if (!sf_kube_ok(r))
+		a->failed++;
+}
+
+static int admits_done(void *ud)
+{
+	return ((admits *)ud)->pending == 0;
+}
+
+/* Kueue admits all of them at once: the PATCHes are all in flight together. */
+static void admit_all(const char *prefix, int n)
+{
+	admits a = {0};
+	for (int i = 0; i < n; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s-%d", prefix, i);
+		cr_assert_eq(sf_kube_patch(K.client, &TL_AW_GVR, NS, name, NULL, SF_PATCH_MERGE,
+		                           "{\"spec\":{\"suspend\":false}}", NULL, 0, admit_done, &a,
+		                           NULL),
+		             0);
+		a.pending++;
+	}
+	cr_assert_eq(tl_run_until_fn(&K.loop, admits_done, &a, 30000), 0);
+	cr_assert_eq(a.failed, 0);
+}
+
+typedef struct round_ctx {
+	const char *prefix;
+	int n;
+	const char *phase;
+	int running, failed, missing;
+} round_ctx;
+
+static int round_count(void *ud)
+{
+	round_ctx *rc = ud;
+	rc->running = rc->failed = rc->missing = 0;
+	for (int i = 0; i < rc->n; i++) {
+		char name[64], reason[64] = "";
+		snprintf(name, sizeof(name), "%s-%d", rc->prefix, i);
+		sf_obj *o = aw_cached(name);
+		if (!o)
+			continue;
+		sf_jv ph = sf_jv_path(sf_obj_root(o), "status.phase");
+		if (sf_jv_streq(ph, rc->phase))
+			rc->running++;
+		if (sf_jv_streq(ph, "Failed"))
+			rc->failed++;
+		cond(name, "Unhealthy", reason, NULL);
+		if (strcmp(reason, "MissingComponent") == 0)
+			rc->missing++;
+	}
+	return rc->running == rc->n || rc->failed > 0 || rc->missing > 0;
+}
+
+static tl_ctl *replica(const char *id, long lag_ms)
+{
+	static char lag_env[64];
+	snprintf(lag_env, sizeof(lag_env), "STEADFAST_FAULT_WATCH_DELAY_MS=%ld", lag_ms);
+	const char *env[] = {lag_env, NULL};
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-a", .id = id, .lease_ms = 1000,
+	                 .renew_ms = 700, .retry_ms = 200, .env = lag_ms ? env : NULL};
+	return tl_ctl_start(&K.loop, &o);
+}
+
+static long env_long(const char *k, long dflt)
+{
+	const char *v = getenv(k);
+	return v && v[0] ? atol(v) : dflt;
+}
+
+/* Each round: 20 AppWrappers wrapping a Job are admitted at once; the
+ * leader is SIGKILLed right away and a new replica, started cold, takes
+ * over and finishes what the old one began. No AppWrapper may fail with
+ * MissingComponent (or fail at all). */
+static void incident_a(long lag_ms, int rounds)
+{
+	tl_ctl *all[64];
+	size_t nall = 0;
+	tl_ctl *leader = replica("a-0", lag_ms);
+	all[nall++] = leader;
+	double t_start = now_ms();
+	int total = 0;
+	for (int r = 0; r < rounds; r++) {
+		char prefix[32];
+		snprintf(prefix, sizeof(prefix), "r%d", r);
+		for (int i = 0; i < A_AWS; i++) {
+			char name[64];
+			snprintf(name, sizeof(name), "%s-%d", prefix, i);
+			create_job_aw(name, NULL);
+		}
+		round_ctx rc = {.prefix = prefix, .n = A_AWS, .phase = "Suspended"};
+		if (tl_run_until_fn(&K.loop, round_count, &rc, 60000) != 0 || rc.running != A_AWS) {
+			tl_ctl_dump(leader, 30);
+			cr_assert_fail("round %d: only %d of %d suspended", r, rc.running, A_AWS);
+		}
+		admit_all(prefix, A_AWS);
+		/* the leader dies while it is creating their Jobs */
+		tl_ctl_signal(leader, SIGKILL);
+		char id[32];
+		snprintf(id, sizeof(id), "a-%d", r + 1);
+		leader = replica(id, lag_ms);
+		if (nall < 64)
+			all[nall++] = leader;
+		rc = (round_ctx){.prefix = prefix, .n = A_AWS, .phase = "Running"};
+		int ok = tl_run_until_fn(&K.loop, round_count, &rc, 90000) == 0;
+		if (!ok || rc.failed || rc.missing || rc.running != A_AWS) {
+			tl_ctl_dump(leader, 40);
+			for (int i = 0; i < A_AWS; i++) {
+				char name[64];
+				snprintf(name, sizeof(name), "%s-%d", prefix, i);
+				dump_aw(name);
+			}
+			cr_assert_fail("round %d: %d running, %d failed, %d MissingComponent", r,
+			               rc.running, rc.failed, rc.missing);
+		}
+		total += A_AWS;
+		/* clean up behind us: the new leader removes components and
+		 * finalizers */
+		for (int i = 0; i < A_AWS; i++) {
+			char name[64];
+			snprintf(name, sizeof(name), "%s-%d", prefix, i);
+			cr_assert_eq(sf_kube_delete(K.client, &TL_AW_GVR, NS, name, NULL,
+			                            (sf_kube_cb)admit_done, &(admits){0}, NULL) >= 0,
+			             1);
+		}
+	}
+	size_t suspicions = 0, expectations = 0;
+	for (size_t i = 0; i < nall; i++) {
+		suspicions += tl_ctl_count(all[i], "not acting on it yet", 0);
+		expectations += tl_ctl_count(all[i], "\"msg\":\"component created\"", 0);
+	}
+	fprintf(stderr,
+	        "incident A (watch lag up to %ld ms): %d rounds, %d AppWrappers admitted across a "
+	        "leader kill and cold start, 0 failed, 0 MissingComponent, %.0f s; %zu creates, "
+	        "%zu steps held back by the missing-component guard\n",
+	        lag_ms, rounds, total, (now_ms() - t_start) / 1000, expectations, suspicions);
+}
+
+Test(appwrapper, incident_a_failover_with_cold_cache, .timeout = 1200)
+{
+	incident_a(0, (int)env_long("STEADFAST_INCIDENT_ROUNDS", 50));
+}
+
+Test(appwrapper, incident_a_with_lagging_watches, .timeout = 1200)
+{
+	incident_a(2000, (int)env_long("STEADFAST_INCIDENT_LAG_ROUNDS", 25));
+}

@@ -154,6 +154,14 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	}
 	args[na] = NULL;
 
+	extern char **environ;
+	char *envp[512];
+	size_t ne = 0;
+	for (char **e = environ; *e && ne < 480; e++)
+		envp[ne++] = *e;
+	for (size_t i = 0; o->env && o->env[i] && ne < 510; i++)
+		envp[ne++] = (char *)o->env[i];
+	envp[ne] = NULL;
 	uv_pipe_init(loop, &p->err, 0);
 	p->err.data = p;
 	uv_stdio_container_t stdio[3] = {
@@ -165,6 +173,7 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	    .exit_cb = exited,
 	    .file = "setpriv",
 	    .args = (char **)args,
+	    .env = envp,
 	    .stdio_count = 3,
 	    .stdio = stdio,
 	};

@@ -24,6 +24,7 @@ typedef struct tl_ctl_opts {
 	const char *config;     /* --config FILE, or NULL */
 	int no_leader_elect;
 	const char *const *extra; /* more arguments, NULL-terminated */
+	const char *const *env;   /* more "K=V" environment entries, NULL-terminated */
 } tl_ctl_opts;
 
 tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o);
