@@ -39,8 +39,8 @@ typedef struct sf_awctl_opts {
 	long expectation_timeout_ms;
 	/* identity for Events' reportingInstance ("" = hostname) */
 	const char *identity;
-	/* fault injection for tests: informers apply watch events up to this
-	 * many ms late (see sf_reflector_opts); 0 = off */
+	/* fault injection for tests: the component and pod informers apply
+	 * watch events up to this many ms late (see sf_reflector_opts); 0 = off */
 	long fault_watch_delay_ms;
 } sf_awctl_opts;
 
@@ -73,6 +73,7 @@ typedef struct sf_awctl_stats {
 	unsigned long creates, adopted, deletes, status_writes, conflicts;
 	unsigned long missing_suppressed; /* suspicions a live read or grace disproved */
 	unsigned long verifies;           /* live reads made for the missing check */
+	unsigned long stale_reads; /* Running steps where the cache lacked a component */
 	unsigned long events_created, events_aggregated;
 } sf_awctl_stats;
 void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out);

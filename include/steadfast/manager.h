@@ -11,8 +11,8 @@
  * backoff.
  *
  * $STEADFAST_FAULT_WATCH_DELAY_MS (tests only) makes the controller's
- * informers apply watch events up to that many ms late, to reproduce a
- * cache that lags the API server.
+ * component and pod informers apply watch events up to that many ms late,
+ * to reproduce a cache that has not seen the controller's own creates.
  */
 #ifndef STEADFAST_MANAGER_H
 #define STEADFAST_MANAGER_H

@@ -431,7 +431,10 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	o.reflector.label_selector = selector;
 	o.reflector.name = name;
 	o.reflector.strip_managed_fields = 1;
-	o.reflector.fault_event_delay_max_ms = c->fault_delay_ms;
+	/* the lag is injected where it can mislead: components and pods (a
+	 * lagging AppWrapper watch only delays, since the controller waits for
+	 * its own writes to show up) */
+	o.reflector.fault_event_delay_max_ms = selector ? c->fault_delay_ms : 0;
 	o.label_indexes = selector ? label_idx : NULL;
 	o.controller_index = selector != NULL;
 	return sf_informer_new(c->loop, c->client, &o, out);
@@ -1244,6 +1247,19 @@ static void process(void *ud, const char *key)
 		op_finish(o);
 		return;
 	}
+	if (sf_aw_phase_parse(sf_jv_path(sf_obj_root(aw), "status.phase")) == SF_AW_RUNNING)
+		for (size_t i = 0; i < n; i++)
+			if (comps[i].state != SF_AWP_COMP_PRESENT) {
+				/* what upstream's count would call missing */
+				c->st.stale_reads++;
+				sf_log_debug(LOGGER,
+				             "component not in the cache while Running; a cache-only "
+				             "count would call it missing",
+				             "namespace", aw->ns, "name", aw->name, "state",
+				             comps[i].state == SF_AWP_COMP_PENDING ? "created, not seen yet"
+				                                                    : "absent",
+				             NULL);
+			}
 	sf_awp_pods pods = {0};
 	comp_visit v = {&pods, aw->ns, &s};
 	sf_store_index_each(sf_informer_store(c->pod_inf), SF_AW_LABEL, aw->name, pod_visit_fn, &v);

@@ -18,7 +18,7 @@
 #include "steadfast/buf.h"
 #include "tl.h"
 
-#define MAX_CTLS 16
+#define MAX_CTLS 128
 
 struct tl_ctl {
 	uv_process_t proc;
