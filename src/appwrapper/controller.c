@@ -140,9 +140,12 @@ struct sf_awctl {
 	uint64_t term;
 	int barrier_pending;
 	uint64_t fresh_term; /* the term whose barrier has passed */
+	char barrier_rv[32];  /* what the pending barrier waits for */
 	void (*ready)(void *ud, int err);
 	void *ready_ud;
 	int stopping;
+	unsigned ops;          /* reconciles in progress */
+	int queue_close_pending; /* close the queue once ops drain */
 	int closing_parts;
 	void (*stop_cb)(void *ud);
 	void *stop_ud;
@@ -411,15 +414,38 @@ static void labelled_delete(void *ud, sf_obj *obj)
 	enqueue_by_label(ud, obj);
 }
 
+/* An informer that (re)synced while a barrier waits but is still behind
+ * the Lease write (its list was served before that write): list again,
+ * rather than wait for an event or a bookmark. */
+static void catch_up(sf_awctl *c, sf_informer *inf)
+{
+	if (c->barrier_pending > 0 && c->barrier_rv[0] && sf_informer_synced(inf) &&
+	    sf_rv_cmp(sf_informer_last_rv(inf), c->barrier_rv) < 0)
+		sf_reflector_relist(sf_informer_reflector(inf));
+}
+
 static void kind_synced(void *ud)
 {
 	kind_ent *k = ud;
+	catch_up(k->c, k->inf);
 	enqueue_all(k->c);
 }
 
-static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, NULL};
+static void aw_synced(void *ud)
+{
+	sf_awctl *c = ud;
+	catch_up(c, c->aw_inf);
+}
+
+static void pod_synced(void *ud)
+{
+	sf_awctl *c = ud;
+	catch_up(c, c->pod_inf);
+}
+
+static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, aw_synced};
 static const sf_informer_handler labelled_handler = {labelled_add, labelled_update,
-                                                     labelled_delete, NULL};
+                                                     labelled_delete, pod_synced};
 
 static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, const char *name,
                         sf_informer **out)
@@ -486,8 +512,16 @@ static void count_phase(sf_awctl *c, const char *ns, sf_aw_phase p)
 static void op_finish(op *o);
 static void run_actions(op *o);
 
+static void part_closed(void *ud);
+
 static void op_free(op *o)
 {
+	sf_awctl *c = o->c;
+	if (--c->ops == 0 && c->queue_close_pending) {
+		/* the last reconcile of a stopping controller: the queue may go */
+		c->queue_close_pending = 0;
+		sf_queue_close(c->queue, part_closed, c);
+	}
 	sf_awp_plan_free(&o->plan);
 	sf_obj_unref(o->aw);
 	free(o->key);
@@ -1212,6 +1246,7 @@ static void process(void *ud, const char *key)
 		return;
 	}
 	o->c = c;
+	c->ops++;
 	o->term = c->term;
 	o->aw = sf_obj_ref(aw);
 	o->t0 = sf_mono_ns();
@@ -1423,6 +1458,7 @@ int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err),
 	c->ready = ready;
 	c->ready_ud = ud;
 	c->barrier_pending = 1;
+	snprintf(c->barrier_rv, sizeof(c->barrier_rv), "%s", rv ? rv : "");
 	if ((rc = barrier_add(c, c->aw_inf, rv)) == 0 && (rc = barrier_add(c, c->pod_inf, rv)) == 0)
 		for (kind_ent *k = c->kinds; k && rc == 0; k = k->next)
 			if (k->state == K_READY)
@@ -1500,7 +1536,10 @@ void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
 			sf_informer_stop(k->inf, part_closed, c);
 		}
 	c->closing_parts++;
-	sf_queue_close(c->queue, part_closed, c);
+	if (c->ops == 0)
+		sf_queue_close(c->queue, part_closed, c);
+	else
+		c->queue_close_pending = 1; /* their sf_queue_done must come first */
 	part_closed(c);
 }
 
