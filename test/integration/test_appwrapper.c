@@ -340,33 +340,83 @@ static void create_job_aw(const char *name, const char *annotations)
 
 /* ---- tests ---- */
 
+typedef struct pods_find {
+	const char *aw;
+	int want;
+	int n;
+	char names[8][254];
+} pods_find;
+
+static int pods_visit(void *ud, sf_obj *o)
+{
+	pods_find *f = ud;
+	sf_jv l = sf_jv_path(sf_obj_root(o), "metadata.labels");
+	if (f->n < 8 && sf_jv_streq(sf_jv_get(l, "workload.codeflare.dev/appwrapper"), f->aw) &&
+	    !sf_jv_ok(sf_jv_path(sf_obj_root(o), "metadata.deletionTimestamp")))
+		snprintf(f->names[f->n++], 254, "%s", o->name);
+	return 0;
+}
+
+static int pods_appeared(void *ud)
+{
+	pods_find *f = ud;
+	f->n = 0;
+	sf_store_each(sf_informer_store(PODS), pods_visit, f);
+	return f->n >= f->want;
+}
+
+/* Upstream's happy path: a Job of two pods; one completes (still Running),
+ * then both (Succeeded), then the success TTL removes the components. */
 Test(appwrapper, job_succeeds_then_ttl_removes_components)
 {
 	tl_ctl *c = controller("solo");
-	create_job_aw("happy", "\"workload.codeflare.dev.appwrapper/successTTLDuration\":\"3s\"");
+	create_aw("{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	          "\"metadata\":{\"name\":\"happy\",\"annotations\":{"
+	          "\"workload.codeflare.dev.appwrapper/successTTLDuration\":\"3s\"}},\"spec\":{"
+	          "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
+	          "\"kind\":\"Job\",\"metadata\":{\"name\":\"happy-job\"},\"spec\":{"
+	          "\"parallelism\":2,\"completions\":2,\"backoffLimit\":0,\"template\":{"
+	          "\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","
+	          "\"image\":\"busybox\"}]}}}}}]}}");
 	/* without a webhook the controller suspends it for Kueue */
 	wait_phase("happy", "Suspended", 20000);
 	sf_obj *o = aw_cached("happy");
-	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(o), "spec.suspend"), "true") ||
-	              sf_jv_type(sf_jv_path(sf_obj_root(o), "spec.suspend")) == SF_JSON_TRUE,
-	          "%s", o->json);
+	cr_assert_eq(sf_jv_type(sf_jv_path(sf_obj_root(o), "spec.suspend")), SF_JSON_TRUE, "%s",
+	             o->json);
+	/* pod sets as Kueue reads them: one pod set of 2 */
+	int64_t replicas = 0;
+	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.componentStatus[0].podSets[0].replicas"),
+	            &replicas);
+	cr_assert_eq(replicas, 2);
 	admit("happy", NULL);
 	wait_phase("happy", "Running", 20000);
 	cr_assert_str_eq(cond("happy", "QuotaReserved", NULL, NULL), "True");
 	cr_assert_str_eq(cond("happy", "ResourcesDeployed", NULL, NULL), "True");
-	char pod[254];
-	wait_pod("happy", pod, sizeof(pod), 20000); /* made by the Job controller */
-	kubelet(pod, "Running", 0, NULL);
-	kubelet(pod, "Succeeded", 0, NULL);
+	pods_find f = {.aw = "happy", .want = 2};
+	cr_assert_eq(tl_run_until_fn(&K.loop, pods_appeared, &f, 20000), 0,
+	             "the Job controller made %d pods", f.n);
+	char p0[254], p1[254];
+	snprintf(p0, sizeof(p0), "%s", f.names[0]);
+	snprintf(p1, sizeof(p1), "%s", f.names[1]);
+	kubelet(p0, "Running", 0, NULL);
+	kubelet(p1, "Running", 0, NULL);
+	wait_cond("happy", "PodsReady", "True", 20000);
+	kubelet(p0, "Succeeded", 0, NULL);
+	/* one done, one running: still Running, still ready */
+	char msg[1024] = "";
+	wait_cond("happy", "PodsReady", "True", 5000);
+	sf_obj *now = aw_cached("happy");
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(now), "status.phase"), "Running"));
+	kubelet(p1, "Succeeded", 0, NULL);
 	wait_phase("happy", "Succeeded", 20000);
 	char reason[64] = "";
-	cr_assert_str_eq(cond("happy", "QuotaReserved", reason, NULL), "False");
+	cr_assert_str_eq(cond("happy", "QuotaReserved", reason, msg), "False");
 	cr_assert_str_eq(reason, "Succeeded");
+	cr_assert_str_eq(msg, "2 pods succeeded and no running, pending, or failed pods");
 	/* success TTL 3 s: then the components go */
 	wait_all_gone("happy", 20000);
 	cr_assert_eq(get_status(&SF_GVR_JOBS, "happy-job"), 404);
 	wait_cond("happy", "ResourcesDeployed", "False", 10000);
-	char msg[1024] = "";
 	cr_assert_str_eq(cond("happy", "ResourcesDeployed", reason, msg), "False");
 	cr_assert_str_eq(reason, "Succeeded");
 	cr_assert(strstr(msg, "Time to live after success of 3s expired"), "%s", msg);
