@@ -213,4 +213,9 @@ typedef struct sf_kube_client_stats {
 } sf_kube_client_stats;
 void sf_kube_client_stats_get(const sf_kube_client *c, sf_kube_client_stats *out);
 
+#define SF_KUBE_NMETHODS 6 /* GET POST PUT PATCH DELETE other */
+/* Prometheus text: rest_client_requests_total{code,method} as client-go
+ * names it (code "<error>" when no response arrived). */
+int sf_kube_client_metrics_write(const sf_kube_client *c, sf_buf *out);
+
 #endif

@@ -86,6 +86,8 @@ struct sf_kube_client {
 	int http_closed, timer_closed;
 	void (*close_cb)(void *);
 	void *close_ud;
+	/* rest_client_requests_total{code,method}: code 0 = no response */
+	unsigned long req_counts[SF_KUBE_NMETHODS][600];
 };
 
 static const sf_kube_status empty_status = {0, "", "", "", "", "", "", -1};
@@ -528,6 +530,41 @@ static int on_stream_data(void *ud, const char *p, size_t n)
 	return 0;
 }
 
+static const char *const method_names[SF_KUBE_NMETHODS] = {"GET",   "POST",   "PUT",
+                                                           "PATCH", "DELETE", "OTHER"};
+
+static void count_request(sf_kube_client *c, const char *method, long code)
+{
+	int m = SF_KUBE_NMETHODS - 1;
+	for (int i = 0; i < SF_KUBE_NMETHODS - 1; i++)
+		if (method && strcmp(method, method_names[i]) == 0)
+			m = i;
+	if (code < 0 || code >= 600)
+		code = 0;
+	c->req_counts[m][code]++;
+}
+
+int sf_kube_client_metrics_write(const sf_kube_client *c, sf_buf *out)
+{
+	int rc = sf_buf_puts(out, "# HELP rest_client_requests_total Number of HTTP requests, "
+	                          "partitioned by status code and method.\n"
+	                          "# TYPE rest_client_requests_total counter\n");
+	for (int m = 0; m < SF_KUBE_NMETHODS; m++)
+		for (int code = 0; code < 600; code++)
+			if (c->req_counts[m][code]) {
+				char cs[8];
+				if (code)
+					snprintf(cs, sizeof(cs), "%d", code);
+				else
+					snprintf(cs, sizeof(cs), "<error>");
+				rc |= sf_buf_printf(out,
+				                    "rest_client_requests_total{code=\"%s\",method=\"%s\"} "
+				                    "%lu\n",
+				                    cs, method_names[m], c->req_counts[m][code]);
+			}
+	return rc < 0 ? -ENOMEM : 0;
+}
+
 static void on_http_done(void *ud, const sf_http_result *hr)
 {
 	sf_kube_call *k = ud;
@@ -546,6 +583,7 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 	int stat_idx = hr->err ? 0 : (int)(hr->status / 100);
 	if (stat_idx >= 0 && stat_idx < 6)
 		c->stats.by_code[stat_idx]++;
+	count_request(c, k->method, hr->err ? 0 : hr->status);
 	if (hr->http_version == 2)
 		c->stats.http2_responses++;
 	if (hr->err == -ECANCELED && k->is_write)

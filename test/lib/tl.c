@@ -58,28 +58,55 @@ static void on_close_free(uv_handle_t *h)
 	free(h);
 }
 
+typedef struct until {
+	int (*pred)(void *ud);
+	void *ud;
+	int ok;
+} until;
+
+/* Runs before the loop blocks for I/O: a callback that ran from a timer
+ * (a request completed by the client's dispatch timer) may have made the
+ * predicate true, and the loop must not then sleep until the next timer. */
+static void until_prepare(uv_prepare_t *p)
+{
+	until *u = p->data;
+	if (!u->ok && u->pred(u->ud)) {
+		u->ok = 1;
+		uv_stop(p->loop);
+	}
+}
+
 int tl_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeout_ms)
 {
 	deadline d = {0};
+	until u = {pred, ud, 0};
 	uv_timer_t *t = malloc(sizeof(*t));
-	cr_assert(t);
+	uv_prepare_t *p = malloc(sizeof(*p));
+	cr_assert(t && p);
 	uv_timer_init(loop, t);
+	uv_prepare_init(loop, p);
 	t->data = &d;
+	p->data = &u;
 	/* The loop's clock is only refreshed while it runs: after the test
 	 * spent time elsewhere (another loop, a blocking call) it is stale,
 	 * and the deadline would fire at once. */
 	uv_update_time(loop);
 	uv_timer_start(t, on_deadline, (uint64_t)timeout_ms, 0);
-	/* pred may have side effects: a true answer is kept, not asked again */
-	int ok;
-	while (!(ok = pred(ud)) && !d.fired)
+	uv_prepare_start(p, until_prepare);
+	/* pred may have side effects: each answer is asked once and a true
+	 * one is kept */
+	u.ok = pred(ud);
+	while (!u.ok && !d.fired) {
 		uv_run(loop, UV_RUN_ONCE);
-	if (!ok)
-		ok = pred(ud);
+		if (!u.ok)
+			u.ok = pred(ud);
+	}
 	uv_timer_stop(t);
+	uv_prepare_stop(p);
 	uv_close((uv_handle_t *)t, on_close_free);
+	uv_close((uv_handle_t *)p, on_close_free);
 	uv_run(loop, UV_RUN_NOWAIT);
-	return ok ? 0 : -ETIMEDOUT;
+	return u.ok ? 0 : -ETIMEDOUT;
 }
 
 static int flag_set(void *ud)
