@@ -24,6 +24,7 @@
 #include "steadfast/controller.h"
 #include "steadfast/election.h"
 #include "steadfast/log.h"
+#include "steadfast/server.h"
 
 #define LOGGER "manager"
 
@@ -34,9 +35,87 @@ typedef struct mgr {
 	sf_elect *e;
 	sf_awctl *ctl;
 	uv_signal_t sigterm, sigint;
+	sf_srv *health, *metrics;
 	int quitting;
 	int parts;
 } mgr;
+
+/* ---- probes and metrics ---- */
+
+/* /healthz: the process answers (so its loop turns) and, with leader
+ * election, the leader watchdog and API reachability are fine. */
+static int on_healthz(void *ud, const sf_srv_request *req, sf_srv_response *res)
+{
+	mgr *m = ud;
+	char msg[512];
+	(void)req;
+	if (m->e && sf_elect_healthz(m->e, msg, sizeof(msg)) != 0) {
+		res->status = 500;
+		return sf_buf_printf(&res->body, "unhealthy: %s\n", msg) < 0 ? -ENOMEM : 0;
+	}
+	return sf_buf_puts(&res->body, "ok\n") < 0 ? -ENOMEM : 0;
+}
+
+/* /readyz: caches synced and the API server reachable. */
+static int on_readyz(void *ud, const sf_srv_request *req, sf_srv_response *res)
+{
+	mgr *m = ud;
+	char msg[512];
+	(void)req;
+	if (!sf_awctl_synced(m->ctl)) {
+		res->status = 503;
+		return sf_buf_puts(&res->body, "not ready: caches not synced\n") < 0 ? -ENOMEM : 0;
+	}
+	if (m->e && sf_elect_healthz(m->e, msg, sizeof(msg)) != 0) {
+		res->status = 503;
+		return sf_buf_printf(&res->body, "not ready: %s\n", msg) < 0 ? -ENOMEM : 0;
+	}
+	return sf_buf_puts(&res->body, "ok\n") < 0 ? -ENOMEM : 0;
+}
+
+static int on_metrics(void *ud, const sf_srv_request *req, sf_srv_response *res)
+{
+	mgr *m = ud;
+	(void)req;
+	res->content_type = sf_srv_metrics_content_type();
+	int rc = sf_buf_printf(&res->body,
+	                       "# HELP steadfast_build_info Build information.\n"
+	                       "# TYPE steadfast_build_info gauge\n"
+	                       "steadfast_build_info{version=\"%s\"} 1\n",
+	                       SF_VERSION);
+	if (rc >= 0 && m->e)
+		rc = sf_elect_metrics_write(m->e, &res->body);
+	if (rc >= 0)
+		rc = sf_awctl_metrics_write(m->ctl, &res->body);
+	if (rc >= 0)
+		rc = sf_kube_client_metrics_write(m->client, &res->body);
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+static int serve(mgr *m, const char *bind, const char *name, sf_srv **out)
+{
+	char err[256] = "";
+	sf_srv_opts so = {.bind = bind, .name = name, .err = err, .errlen = sizeof(err)};
+	int rc = sf_srv_new(&m->loop, &so, out);
+	if (rc < 0) {
+		sf_log_error(LOGGER, "cannot serve", "server", name, "address", bind, "error", err,
+		             NULL);
+		return rc;
+	}
+	if (!*out)
+		return 0; /* disabled ("0") */
+	if (strcmp(name, "health") == 0) {
+		rc = sf_srv_route(*out, "/healthz", on_healthz, m);
+		if (rc == 0)
+			rc = sf_srv_route(*out, "/readyz", on_readyz, m);
+	} else {
+		rc = sf_srv_route(*out, "/metrics", on_metrics, m);
+	}
+	char port[24];
+	sf_log_info(LOGGER, "serving", "server", name, "address", bind, "port",
+	            sf_log_int(port, sf_srv_port(*out)), NULL);
+	return rc;
+}
 
 static void ctl_ready(void *ud, int err)
 {
@@ -92,6 +171,16 @@ static void handle_closed(uv_handle_t *h)
 
 static void shutdown_all(mgr *m)
 {
+	if (m->health) {
+		m->parts++;
+		sf_srv_close(m->health, part_done, m);
+		m->health = NULL;
+	}
+	if (m->metrics) {
+		m->parts++;
+		sf_srv_close(m->metrics, part_done, m);
+		m->metrics = NULL;
+	}
 	m->parts += 4;
 	sf_awctl_stop(m->ctl, part_done, m);
 	if (m->e) {
@@ -186,6 +275,12 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		}
 		sf_elect_fence_attach(m.e, m.client);
 	}
+	const sf_aw_config *acfg = o->cfg ? o->cfg : &defaults;
+	if (serve(&m, acfg->health_bind, "health", &m.health) < 0 ||
+	    serve(&m, acfg->metrics_bind, "metrics", &m.metrics) < 0) {
+		rc = -EADDRINUSE;
+		goto fail;
+	}
 	uv_signal_init(&m.loop, &m.sigterm);
 	uv_signal_init(&m.loop, &m.sigint);
 	m.sigterm.data = m.sigint.data = &m;
@@ -210,6 +305,10 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	sf_log_info(LOGGER, "stopped", NULL);
 	return rc == 0 && m.parts == 0 ? 0 : 1;
 fail:
+	if (m.health)
+		sf_srv_close(m.health, NULL, NULL);
+	if (m.metrics)
+		sf_srv_close(m.metrics, NULL, NULL);
 	if (m.e)
 		sf_elect_close(m.e, NULL, NULL);
 	if (m.ctl)

@@ -130,6 +130,9 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	args[na++] = o->id;
 	args[na++] = "--zap-log-level";
 	args[na++] = "debug";
+	/* ephemeral ports: replicas share the machine (tl_ctl_port finds them) */
+	args[na++] = "--metrics-bind-address=127.0.0.1:0";
+	args[na++] = "--health-probe-bind-address=127.0.0.1:0";
 	if (o->no_leader_elect) {
 		args[na++] = "--leader-elect=false";
 	} else {
@@ -262,6 +265,21 @@ long tl_ctl_wait_log(uv_loop_t *loop, tl_ctl *p, const char *needle, size_t from
 	if (tl_run_until_fn(loop, log_found, &w, timeout_ms) != 0)
 		return -1;
 	return w.found;
+}
+
+int tl_ctl_port(uv_loop_t *loop, tl_ctl *p, const char *server)
+{
+	char needle[64];
+	snprintf(needle, sizeof(needle), "\"server\":\"%s\"", server);
+	size_t from = 0;
+	for (;;) {
+		long i = tl_ctl_wait_log(loop, p, needle, from, 10000);
+		cr_assert(i >= 0, "%s: no %s server in the log", p->id, server);
+		const char *port = strstr(p->lines[i], "\"port\":\"");
+		if (port && strstr(p->lines[i], "\"msg\":\"serving\""))
+			return atoi(port + 8);
+		from = (size_t)i + 1;
+	}
 }
 
 void tl_ctl_dump(const tl_ctl *p, size_t last)

@@ -43,6 +43,9 @@ size_t tl_ctl_nlines(const tl_ctl *p);
  * `from`: its index, or -1 on timeout. */
 long tl_ctl_wait_log(uv_loop_t *loop, tl_ctl *p, const char *needle, size_t from,
                      long timeout_ms);
+/* The port of its "health" or "metrics" server (from its log; replicas
+ * listen on ephemeral ports). Fails the test if none shows up. */
+int tl_ctl_port(uv_loop_t *loop, tl_ctl *p, const char *server);
 /* Prints the log file's path and last lines (for a failing test). */
 void tl_ctl_dump(const tl_ctl *p, size_t last);
 /* SIGKILLs every live controller of this test process, waits for exits,
