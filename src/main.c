@@ -4,6 +4,10 @@
  *   steadfast [flags]
  *       runs the AppWrapper controller (see manager.h for the flags);
  *       --version and --help print and exit.
+ *   steadfast apply -f FILE [-n NS] [--kubeconfig PATH]
+ *       server-side apply of a YAML manifest (CRDs, samples).
+ *   steadfast get appwrappers [-n NS] [--kubeconfig PATH]
+ *       phases and conditions of the AppWrappers in a namespace.
  *   steadfast cluster-info [--kubeconfig PATH] [--context NAME]
  *       connects with the configured credentials and prints the API
  *       server's address and version (used by `make demo`).
@@ -20,11 +24,13 @@
 #include <string.h>
 #include <uv.h>
 
+#include "steadfast/apply.h"
 #include "steadfast/client.h"
 #include "steadfast/config.h"
 #include "steadfast/election.h"
 #include "steadfast/time.h"
 #include "steadfast/log.h"
+#include "steadfast/controller.h"
 #include "steadfast/manager.h"
 
 static void usage(FILE *f)
@@ -253,6 +259,185 @@ static int cmd_lease_status(int argc, char **argv)
 	return x.rc;
 }
 
+/* Common flags of the one-shot commands: --kubeconfig, --context, -n. */
+typedef struct common_flags {
+	const char *kubeconfig, *context, *ns, *file;
+} common_flags;
+
+static int parse_common(int argc, char **argv, common_flags *f, int want_file)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char **dst = NULL;
+		if (!strcmp(a, "--kubeconfig"))
+			dst = &f->kubeconfig;
+		else if (!strcmp(a, "--context"))
+			dst = &f->context;
+		else if (!strcmp(a, "-n") || !strcmp(a, "--namespace"))
+			dst = &f->ns;
+		else if (want_file && (!strcmp(a, "-f") || !strcmp(a, "--filename")))
+			dst = &f->file;
+		if (!dst) {
+			fprintf(stderr, "steadfast: unknown flag %s (see steadfast --help)\n", a);
+			return 2;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "steadfast: flag %s needs a value\n", a);
+			return 2;
+		}
+		*dst = argv[++i];
+	}
+	if (want_file && !f->file) {
+		fprintf(stderr, "steadfast: apply needs -f FILE\n");
+		return 2;
+	}
+	return 0;
+}
+
+typedef struct apply_ctx {
+	int done;
+	int failed;
+} apply_ctx;
+
+static void on_applied_doc(void *ud, const sf_apply_result *r)
+{
+	(void)ud;
+	if (r->err)
+		fprintf(stderr, "%s/%s: %s\n", r->kind, r->name, r->message);
+	else
+		printf("%s/%s %s%s%s\n", r->kind, r->name, r->http_status == 201 ? "created" : "applied",
+		       r->ns[0] ? " in namespace " : "", r->ns);
+}
+
+static void on_applied(void *ud, int failed)
+{
+	apply_ctx *x = ud;
+	x->done = 1;
+	x->failed = failed;
+}
+
+/* steadfast apply -f FILE: server-side apply of every document. */
+static int cmd_apply(int argc, char **argv)
+{
+	common_flags f = {0};
+	int rc = parse_common(argc, argv, &f, 1);
+	if (rc)
+		return rc;
+	FILE *fp = strcmp(f.file, "-") == 0 ? stdin : fopen(f.file, "r");
+	if (!fp) {
+		fprintf(stderr, "steadfast: %s: %s\n", f.file, strerror(errno));
+		return 1;
+	}
+	sf_buf text;
+	sf_buf_init(&text, 64u << 20);
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		if (sf_buf_append(&text, chunk, n) < 0) {
+			fprintf(stderr, "steadfast: %s: too large\n", f.file);
+			return 1;
+		}
+	if (fp != stdin)
+		fclose(fp);
+	oneshot o;
+	if (oneshot_open(&o, f.kubeconfig, f.context)) {
+		sf_buf_free(&text);
+		return 1;
+	}
+	apply_ctx x = {0};
+	char err[512];
+	rc = sf_apply_yaml(&o.loop, o.c, text.data ? text.data : "", text.len,
+	                   f.ns ? f.ns : o.cfg->namespace, "steadfast-apply", on_applied_doc,
+	                   on_applied, &x, err, sizeof(err));
+	sf_buf_free(&text);
+	if (rc < 0) {
+		fprintf(stderr, "steadfast: %s: %s\n", f.file, err);
+		oneshot_close(&o);
+		return 1;
+	}
+	while (!x.done && uv_run(&o.loop, UV_RUN_ONCE))
+		;
+	oneshot_close(&o);
+	return x.failed ? 1 : 0;
+}
+
+typedef struct get_ctx {
+	int done, rc;
+} get_ctx;
+
+static void cond_of(sf_jv aw, const char *type, char *status, size_t sn, char *reason, size_t rn,
+                    char *msg, size_t mn)
+{
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(aw, "status.conditions"));
+	sf_jv c;
+	status[0] = 0;
+	if (reason)
+		reason[0] = 0;
+	if (msg)
+		msg[0] = 0;
+	while (sf_jv_next(&it, NULL, &c))
+		if (sf_jv_streq(sf_jv_get(c, "type"), type)) {
+			sf_jv_str(sf_jv_get(c, "status"), status, sn);
+			if (reason)
+				sf_jv_str(sf_jv_get(c, "reason"), reason, rn);
+			if (msg && sf_jv_str(sf_jv_get(c, "message"), msg, mn) == -ERANGE)
+				snprintf(msg + mn - 4, 4, "...");
+		}
+}
+
+static void on_aw_list(void *ud, const sf_kube_result *r)
+{
+	get_ctx *x = ud;
+	x->done = 1;
+	if (!sf_kube_ok(r) || !r->obj) {
+		char buf[512];
+		fprintf(stderr, "steadfast: %s\n", sf_kube_result_str(r, buf, sizeof(buf)));
+		x->rc = 1;
+		return;
+	}
+	printf("%-24s %-12s %-9s %-9s %-9s %s\n", "NAME", "STATUS", "QUOTA", "DEPLOYED",
+	       "UNHEALTHY", "REASON: MESSAGE");
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_get(sf_obj_root(r->obj), "items"));
+	sf_jv aw;
+	while (sf_jv_next(&it, NULL, &aw)) {
+		char name[254] = "", phase[32] = "", q[16], d[16], u[16], reason[64], msg[160];
+		sf_jv_str(sf_jv_path(aw, "metadata.name"), name, sizeof(name));
+		sf_jv_str(sf_jv_path(aw, "status.phase"), phase, sizeof(phase));
+		cond_of(aw, "QuotaReserved", q, sizeof(q), NULL, 0, NULL, 0);
+		cond_of(aw, "ResourcesDeployed", d, sizeof(d), NULL, 0, NULL, 0);
+		cond_of(aw, "Unhealthy", u, sizeof(u), reason, sizeof(reason), msg, sizeof(msg));
+		printf("%-24s %-12s %-9s %-9s %-9s %s%s%s\n", name, phase[0] ? phase : "-", q, d, u,
+		       strcmp(u, "True") == 0 ? reason : "", strcmp(u, "True") == 0 && msg[0] ? ": " : "",
+		       strcmp(u, "True") == 0 ? msg : "");
+	}
+}
+
+/* steadfast get appwrappers [-n NS]: phases and conditions at a glance. */
+static int cmd_get(int argc, char **argv)
+{
+	if (argc < 1 || (strcmp(argv[0], "appwrappers") && strcmp(argv[0], "aw") &&
+	                 strcmp(argv[0], "appwrapper"))) {
+		fprintf(stderr, "steadfast: get supports appwrappers (aw)\n");
+		return 2;
+	}
+	common_flags f = {0};
+	int rc = parse_common(argc - 1, argv + 1, &f, 0);
+	if (rc)
+		return rc;
+	oneshot o;
+	if (oneshot_open(&o, f.kubeconfig, f.context))
+		return 1;
+	get_ctx x = {0};
+	sf_kube_req req = {.method = "GET",
+	                   .gvr = &SF_GVR_APPWRAPPERS,
+	                   .ns = f.ns ? f.ns : o.cfg->namespace,
+	                   .timeout_ms = 10000};
+	if (oneshot_run(&o, &req, on_aw_list, &x, &x.done))
+		x.rc = 1;
+	oneshot_close(&o);
+	return x.rc;
+}
+
 int main(int argc, char **argv)
 {
 	/* a peer that closed its socket must be an EPIPE error, not a kill */
@@ -263,6 +448,10 @@ int main(int argc, char **argv)
 		printf("steadfast %s\n", SF_VERSION);
 		return 0;
 	}
+	if (strcmp(argv[1], "apply") == 0)
+		return cmd_apply(argc - 2, argv + 2);
+	if (strcmp(argv[1], "get") == 0)
+		return cmd_get(argc - 2, argv + 2);
 	if (strcmp(argv[1], "cluster-info") == 0)
 		return cmd_cluster_info(argc - 2, argv + 2);
 	if (strcmp(argv[1], "lease") == 0 && argc >= 3 && strcmp(argv[2], "status") == 0)

@@ -60,6 +60,8 @@ static const struct flag {
 const char *sf_mgr_usage(void)
 {
 	return "usage: steadfast [flags]            run the AppWrapper controller\n"
+	       "       steadfast apply -f FILE [-n NAMESPACE]   server-side apply of a manifest\n"
+	       "       steadfast get appwrappers [-n NAMESPACE]\n"
 	       "       steadfast cluster-info [--kubeconfig PATH] [--context NAME]\n"
 	       "       steadfast lease status [-n NAMESPACE] [--name LEASE] [-o text|json]\n"
 	       "\n"
