@@ -550,7 +550,8 @@ static int ev_visit(void *ud, sf_obj *o)
 		f->found++;
 		f->warning = sf_jv_streq(sf_jv_get(e, "type"), "Warning");
 		sf_jv_int64(sf_jv_get(e, "count"), &c);
-		f->count = (long)c;
+		if ((long)c > f->count)
+			f->count = (long)c; /* the largest series */
 	}
 	return 0;
 }
@@ -559,8 +560,16 @@ static int ev_found(void *ud)
 {
 	ev_find *f = ud;
 	f->found = 0;
+	f->count = 0;
 	sf_store_each(sf_informer_store(EVENTS), ev_visit, f);
 	return f->found > 0;
+}
+
+static int ev_aggregated(void *ud)
+{
+	ev_find *f = ud;
+	ev_found(f);
+	return f->count >= 2;
 }
 
 /* Waits for an Event about AppWrapper aw whose message contains needle. */
@@ -860,6 +869,12 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 	ev_find ev = wait_event("crashloop", "exited with code 1", 10000);
 	cr_assert(ev.warning);
 	cr_assert(killed);
+	/* aggregated: the same failure again is a count on one Event, not a
+	 * new Event per reconcile (each leader keeps its own series) */
+	cr_assert(ev.found <= 4, "%d Events for 6 failures", ev.found);
+	ev_find agg = {.aw = "crashloop", .needle = "exited with code 1"};
+	cr_assert_eq(tl_run_until_fn(&K.loop, ev_aggregated, &agg, 10000), 0,
+	             "no Event counts a repeated failure (largest count %ld)", agg.count);
 }
 
 /* Someone else (a webhook, the API server's defaults) changes the live
