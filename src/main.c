@@ -305,7 +305,8 @@ static void on_applied_doc(void *ud, const sf_apply_result *r)
 	if (r->err)
 		fprintf(stderr, "%s/%s: %s\n", r->kind, r->name, r->message);
 	else
-		printf("%s/%s %s%s%s\n", r->kind, r->name, r->http_status == 201 ? "created" : "applied",
+		printf("%s/%s %s%s%s\n", r->kind, r->name,
+		       r->http_status == 201 ? "created" : "applied",
 		       r->ns[0] ? " in namespace " : "", r->ns);
 }
 
@@ -407,7 +408,8 @@ static void on_aw_list(void *ud, const sf_kube_result *r)
 		cond_of(aw, "ResourcesDeployed", d, sizeof(d), NULL, 0, NULL, 0);
 		cond_of(aw, "Unhealthy", u, sizeof(u), reason, sizeof(reason), msg, sizeof(msg));
 		printf("%-24s %-12s %-9s %-9s %-9s %s%s%s\n", name, phase[0] ? phase : "-", q, d, u,
-		       strcmp(u, "True") == 0 ? reason : "", strcmp(u, "True") == 0 && msg[0] ? ": " : "",
+		       strcmp(u, "True") == 0 ? reason : "",
+		       strcmp(u, "True") == 0 && msg[0] ? ": " : "",
 		       strcmp(u, "True") == 0 ? msg : "");
 	}
 }

@@ -18,13 +18,13 @@
 #include "steadfast/client.h"
 
 typedef struct sf_apply_result {
-	size_t index;         /* document number in the stream, from 0 */
-	const char *kind;     /* "" if the document had none */
+	size_t index;     /* document number in the stream, from 0 */
+	const char *kind; /* "" if the document had none */
 	const char *name;
-	const char *ns;       /* "" for cluster-scoped */
-	int err;              /* 0 applied; -ENOENT kind unknown; -EINVAL bad document; else the request's */
-	long http_status;     /* 200 updated / 201 created, or the failure's */
-	const char *message;  /* error text, "" on success */
+	const char *ns; /* "" for cluster-scoped */
+	int err; /* 0 applied; -ENOENT kind unknown; -EINVAL bad document; else the request's */
+	long http_status;    /* 200 updated / 201 created, or the failure's */
+	const char *message; /* error text, "" on success */
 } sf_apply_result;
 
 typedef void (*sf_apply_doc_fn)(void *ud, const sf_apply_result *r);

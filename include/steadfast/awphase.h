@@ -128,7 +128,7 @@ typedef struct sf_awp_input {
 	sf_jv aw; /* the AppWrapper as cached */
 	const sf_aw_config *cfg;
 	const sf_aw_settings *s;
-	int64_t now_ms; /* wall clock */
+	int64_t now_ms;          /* wall clock */
 	const sf_awp_comp *comp; /* per spec.components index */
 	size_t ncomp;
 	const sf_awp_pods *pods;

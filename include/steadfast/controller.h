@@ -73,7 +73,7 @@ typedef struct sf_awctl_stats {
 	unsigned long creates, adopted, deletes, status_writes, conflicts;
 	unsigned long missing_suppressed; /* suspicions a live read or grace disproved */
 	unsigned long verifies;           /* live reads made for the missing check */
-	unsigned long stale_reads; /* Running steps where the cache lacked a component */
+	unsigned long stale_reads;        /* Running steps where the cache lacked a component */
 	unsigned long events_created, events_aggregated;
 } sf_awctl_stats;
 void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out);

@@ -26,13 +26,13 @@
 typedef struct sf_mgr_opts {
 	const char *kubeconfig; /* NULL: $KUBECONFIG, ~/.kube/config, in-cluster */
 	const char *context;
-	int leader_elect;            /* 0 = act at once (a single replica) */
-	const char *lease_name;      /* NULL = SF_MGR_DEFAULT_LEASE */
-	const char *lease_namespace; /* NULL = $POD_NAMESPACE or the in-cluster namespace */
+	int leader_elect;                  /* 0 = act at once (a single replica) */
+	const char *lease_name;            /* NULL = SF_MGR_DEFAULT_LEASE */
+	const char *lease_namespace;       /* NULL = $POD_NAMESPACE or the in-cluster namespace */
 	long lease_ms, renew_ms, retry_ms; /* 0 = client-go's defaults */
-	const char *identity;        /* NULL = <$POD_NAME or hostname>_<random> */
-	const char *watch_namespace; /* NULL = all */
-	const sf_aw_config *cfg;     /* borrowed */
+	const char *identity;              /* NULL = <$POD_NAME or hostname>_<random> */
+	const char *watch_namespace;       /* NULL = all */
+	const sf_aw_config *cfg;           /* borrowed */
 } sf_mgr_opts;
 
 /* The command line, in controller-runtime's spelling (Go flag syntax:

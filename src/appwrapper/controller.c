@@ -65,8 +65,8 @@ typedef struct kind_ent {
 typedef struct comp_mem {
 	sf_awp_create_outcome create;
 	char create_msg[512];
-	char expect_uid[64]; /* a create of ours not yet seen in the cache */
-	int64_t expect_ms;   /* mono */
+	char expect_uid[64];  /* a create of ours not yet seen in the cache */
+	int64_t expect_ms;    /* mono */
 	int64_t confirmed_ms; /* wall */
 	sf_awp_live live;
 	int delete_gone;
@@ -140,11 +140,11 @@ struct sf_awctl {
 	uint64_t term;
 	int barrier_pending;
 	uint64_t fresh_term; /* the term whose barrier has passed */
-	char barrier_rv[32];  /* what the pending barrier waits for */
+	char barrier_rv[32]; /* what the pending barrier waits for */
 	void (*ready)(void *ud, int err);
 	void *ready_ud;
 	int stopping;
-	unsigned ops;          /* reconciles in progress */
+	unsigned ops;            /* reconciles in progress */
 	int queue_close_pending; /* close the queue once ops drain */
 	int closing_parts;
 	void (*stop_cb)(void *ud);
@@ -299,11 +299,11 @@ static void on_resolved(void *ud, int err, const char *errmsg, const sf_gvr *gvr
 	}
 	k->state = err == -ENOENT ? K_UNKNOWN : K_ERROR;
 	if (err == -ENOENT)
-		snprintf(k->errmsg, sizeof(k->errmsg), "no matches for kind \"%s\" in version \"%s\"",
-		         k->kind, k->api_version);
+		snprintf(k->errmsg, sizeof(k->errmsg),
+		         "no matches for kind \"%s\" in version \"%s\"", k->kind, k->api_version);
 	else
-		snprintf(k->errmsg, sizeof(k->errmsg), "discovery of %s %s failed: %s", k->api_version,
-		         k->kind, errmsg ? errmsg : "");
+		snprintf(k->errmsg, sizeof(k->errmsg), "discovery of %s %s failed: %s",
+		         k->api_version, k->kind, errmsg ? errmsg : "");
 	sf_log_warn(LOGGER, "component kind not available", "apiVersion", k->api_version, "kind",
 	            k->kind, "error", k->errmsg, NULL);
 	enqueue_all(c);
@@ -339,9 +339,10 @@ static kind_ent *kind_get(sf_awctl *c, const char *api_version, const char *kind
 			kind_free(k);
 			return NULL;
 		}
-		k->reports_failed = (strcmp(api_version, "batch/v1") == 0 && strcmp(kind, "Job") == 0) ||
-		                    (strcmp(api_version, "kubeflow.org/v1") == 0 &&
-		                     strcmp(kind, "PyTorchJob") == 0);
+		k->reports_failed =
+		    (strcmp(api_version, "batch/v1") == 0 && strcmp(kind, "Job") == 0) ||
+		    (strcmp(api_version, "kubeflow.org/v1") == 0 &&
+		     strcmp(kind, "PyTorchJob") == 0);
 		k->next = c->kinds;
 		c->kinds = k;
 		resolve_kind(k);
@@ -444,8 +445,8 @@ static void pod_synced(void *ud)
 }
 
 static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, aw_synced};
-static const sf_informer_handler labelled_handler = {labelled_add, labelled_update,
-                                                     labelled_delete, pod_synced};
+static const sf_informer_handler labelled_handler = {labelled_add, labelled_update, labelled_delete,
+                                                     pod_synced};
 
 static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, const char *name,
                         sf_informer **out)
@@ -600,15 +601,17 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 			aw_mem *m = op_mem(o);
 			if (m && r->idx < m->n) {
 				comp_mem *cm = &m->comp[r->idx];
-				snprintf(cm->expect_uid, sizeof(cm->expect_uid), "%s", res->obj->uid);
+				snprintf(cm->expect_uid, sizeof(cm->expect_uid), "%s",
+				         res->obj->uid);
 				cm->expect_ms = mono_ms();
 				cm->confirmed_ms = wall_ms();
 				cm->delete_gone = 0;
 				cm->live = SF_AWP_LIVE_NONE;
 			}
 			o->c->st.adopted++;
-			sf_log_info(LOGGER, "component already exists and is ours: adopted", "namespace",
-			            o->aw->ns, "name", o->aw->name, "component", r->name, NULL);
+			sf_log_info(LOGGER, "component already exists and is ours: adopted",
+			            "namespace", o->aw->ns, "name", o->aw->name, "component",
+			            r->name, NULL);
 			set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
 		} else {
 			char msg[512], okind[64] = "", oname[254] = "";
@@ -617,17 +620,19 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 				sf_jv_str(sf_jv_get(ref, "kind"), okind, sizeof(okind));
 				sf_jv_str(sf_jv_get(ref, "name"), oname, sizeof(oname));
 				snprintf(msg, sizeof(msg),
-				         "%s %s exists, but is controlled by %s %s, not by this AppWrapper",
+				         "%s %s exists, but is controlled by %s %s, not by this "
+				         "AppWrapper",
 				         r->k->kind, r->name, okind, oname);
 			} else {
 				snprintf(msg, sizeof(msg),
-				         "%s %s exists, but is not controlled by this AppWrapper", r->k->kind,
-				         r->name);
+				         "%s %s exists, but is not controlled by this AppWrapper",
+				         r->k->kind, r->name);
 			}
 			set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
 		}
 	} else if (sf_kube_is_not_found(res)) {
-		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE, "component vanished while checking its owner");
+		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE,
+		           "component vanished while checking its owner");
 	} else {
 		log_result("reading an existing component failed", o, res);
 		o->failed = 1;
@@ -656,8 +661,8 @@ static void create_done(req *r, const sf_kube_result *res)
 			cm->deleted_uid[0] = 0;
 		}
 		c->st.creates++;
-		sf_log_info(LOGGER, "component created", "namespace", o->aw->ns, "name", o->aw->name,
-		            "kind", r->k->kind, "component", r->name, NULL);
+		sf_log_info(LOGGER, "component created", "namespace", o->aw->ns, "name",
+		            o->aw->name, "kind", r->k->kind, "component", r->name, NULL);
 		set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
 		op_req_done(o);
 		return;
@@ -671,8 +676,8 @@ static void create_done(req *r, const sf_kube_result *res)
 			g->k = r->k;
 			memcpy(g->name, r->name, sizeof(g->name));
 			if (req_started(c, g,
-			                sf_kube_get(c->client, &r->k->gvr, o->aw->ns, r->name, req_cb, g,
-			                            &g->call)) == 0)
+			                sf_kube_get(c->client, &r->k->gvr, o->aw->ns, r->name,
+			                            req_cb, g, &g->call)) == 0)
 				return; /* adopt_get_done ends this request */
 		}
 		o->failed = 1;
@@ -705,7 +710,8 @@ static void start_create(op *o, size_t i)
 		return;
 	}
 	if (k->state != K_READY) {
-		set_create(o, i, SF_AWP_CREATE_RETRYABLE, k->errmsg[0] ? k->errmsg : "kind not resolved yet");
+		set_create(o, i, SF_AWP_CREATE_RETRYABLE,
+		           k->errmsg[0] ? k->errmsg : "kind not resolved yet");
 		return;
 	}
 	sf_jd *obj = NULL;
@@ -728,7 +734,8 @@ static void start_create(op *o, size_t i)
 	r->k = k;
 	comp_name(o, i, r->name, sizeof(r->name));
 	o->pending++;
-	rc = req_started(c, r, sf_kube_create(c->client, &k->gvr, o->aw->ns, body, req_cb, r, &r->call));
+	rc = req_started(c, r,
+	                 sf_kube_create(c->client, &k->gvr, o->aw->ns, body, req_cb, r, &r->call));
 	free(body);
 	if (rc < 0) {
 		o->pending--;
@@ -747,8 +754,9 @@ static void verify_done(req *r, const sf_kube_result *res)
 		if (sf_kube_is_not_found(res)) {
 			cm->live = SF_AWP_LIVE_MISSING;
 			o->results++;
-			sf_log_info(LOGGER, "component confirmed missing by a live read", "namespace",
-			            o->aw->ns, "name", o->aw->name, "component", r->name, NULL);
+			sf_log_info(LOGGER, "component confirmed missing by a live read",
+			            "namespace", o->aw->ns, "name", o->aw->name, "component",
+			            r->name, NULL);
 		} else if (sf_kube_ok(res) && res->obj) {
 			sf_jv obj = sf_obj_root(res->obj);
 			int deleting = sf_jv_ok(sf_jv_path(obj, "metadata.deletionTimestamp"));
@@ -757,8 +765,8 @@ static void verify_done(req *r, const sf_kube_result *res)
 				cm->live = SF_AWP_LIVE_MISSING;
 				sf_log_info(LOGGER,
 				            "component replaced or being deleted by someone else",
-				            "namespace", o->aw->ns, "name", o->aw->name, "component",
-				            r->name, NULL);
+				            "namespace", o->aw->ns, "name", o->aw->name,
+				            "component", r->name, NULL);
 			} else {
 				/* the cache was behind: not missing */
 				cm->live = SF_AWP_LIVE_NONE;
@@ -766,8 +774,8 @@ static void verify_done(req *r, const sf_kube_result *res)
 				o->c->st.missing_suppressed++;
 				sf_log_debug(LOGGER,
 				             "component absent from the cache exists: not missing",
-				             "namespace", o->aw->ns, "name", o->aw->name, "component",
-				             r->name, NULL);
+				             "namespace", o->aw->ns, "name", o->aw->name,
+				             "component", r->name, NULL);
 			}
 			o->results++;
 		} else {
@@ -805,7 +813,8 @@ static void start_verify(op *o, size_t i)
 	comp_name(o, i, r->name, sizeof(r->name));
 	c->st.verifies++;
 	o->pending++;
-	if (req_started(c, r, sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) <
+	if (req_started(c, r,
+	                sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) <
 	    0) {
 		o->pending--;
 		o->failed = 1;
@@ -840,8 +849,8 @@ static void delete_done(req *r, const sf_kube_result *res)
 static void send_delete(op *o, req *r)
 {
 	sf_awctl *c = o->c;
-	sf_kube_delete_opts d = {.propagation = "Background", .precond_uid = r->uid,
-	                         .grace_seconds = r->force ? 0 : -1};
+	sf_kube_delete_opts d = {
+	    .propagation = "Background", .precond_uid = r->uid, .grace_seconds = r->force ? 0 : -1};
 	r->done = delete_done;
 	if (req_started(c, r,
 	                sf_kube_delete(c->client, &r->k->gvr, o->aw->ns, r->name, &d, req_cb, r,
@@ -927,7 +936,8 @@ static void start_delete(op *o, size_t i, int force)
 		return;
 	}
 	/* not in the cache: ask the API server who holds the name */
-	if (req_started(c, r, sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) <
+	if (req_started(c, r,
+	                sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) <
 	    0) {
 		o->pending--;
 		o->failed = 1;
@@ -958,8 +968,8 @@ static int delete_pod_visit(void *ud, sf_obj *pod)
 	sf_kube_delete_opts d = {.precond_uid = pod->uid, .grace_seconds = 0};
 	o->pending++;
 	if (req_started(o->c, r,
-	                sf_kube_delete(o->c->client, &SF_GVR_PODS, pod->ns, pod->name, &d, req_cb, r,
-	                               &r->call)) < 0)
+	                sf_kube_delete(o->c->client, &SF_GVR_PODS, pod->ns, pod->name, &d, req_cb,
+	                               r, &r->call)) < 0)
 		o->pending--;
 	return 0;
 }
@@ -1012,14 +1022,15 @@ static void write_done(req *r, const sf_kube_result *res)
 			c->st.status_writes++;
 			if (o->plan.to != o->plan.from) {
 				count_phase(c, o->aw->ns, o->plan.to);
-				sf_log_info(LOGGER, sf_aw_phase_name(o->plan.to), "namespace", o->aw->ns,
-				            "name", o->aw->name, "phase", sf_aw_phase_name(o->plan.to),
-				            "from", sf_aw_phase_name(o->plan.from), "why", o->plan.why,
+				sf_log_info(LOGGER, sf_aw_phase_name(o->plan.to), "namespace",
+				            o->aw->ns, "name", o->aw->name, "phase",
+				            sf_aw_phase_name(o->plan.to), "from",
+				            sf_aw_phase_name(o->plan.from), "why", o->plan.why,
 				            NULL);
 			}
 		} else {
-			sf_log_info(LOGGER, o->plan.why, "namespace", o->aw->ns, "name", o->aw->name,
-			            NULL);
+			sf_log_info(LOGGER, o->plan.why, "namespace", o->aw->ns, "name",
+			            o->aw->name, NULL);
 		}
 		emit_events(o);
 		run_actions(o);
@@ -1070,8 +1081,9 @@ static int start_write(op *o)
 	if (r) {
 		o->pending++;
 		rc = req_started(c, r,
-		                 sf_kube_patch(c->client, &SF_GVR_APPWRAPPERS, o->aw->ns, o->aw->name, sub,
-		                               SF_PATCH_MERGE, body, NULL, 0, req_cb, r, &r->call));
+		                 sf_kube_patch(c->client, &SF_GVR_APPWRAPPERS, o->aw->ns,
+		                               o->aw->name, sub, SF_PATCH_MERGE, body, NULL, 0,
+		                               req_cb, r, &r->call));
 		if (rc < 0)
 			o->pending--;
 	}
@@ -1184,7 +1196,8 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		    sf_jv_str(sf_jv_get(cs, "name"), name, sizeof(name)) <= 0)
 			continue;
 		kind_ent *k = kind_get(c, api, kind);
-		if (!k || k->state == K_RESOLVING || (k->state == K_READY && !sf_informer_synced(k->inf)))
+		if (!k || k->state == K_RESOLVING ||
+		    (k->state == K_READY && !sf_informer_synced(k->inf)))
 			return 1;
 		sf_obj *obj = k->state == K_READY
 		                  ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, name)
@@ -1196,7 +1209,8 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 			oc->deleting = 1;
 		} else if (obj && sf_awc_owned_by(sf_obj_root(obj), o->aw->uid)) {
 			oc->state = SF_AWP_COMP_PRESENT;
-			oc->deleting = sf_jv_ok(sf_jv_path(sf_obj_root(obj), "metadata.deletionTimestamp"));
+			oc->deleting =
+			    sf_jv_ok(sf_jv_path(sf_obj_root(obj), "metadata.deletionTimestamp"));
 			oc->failed = k->reports_failed && failed_condition(sf_obj_root(obj));
 			if (!oc->deleting) {
 				cm->confirmed_ms = wall_ms();
@@ -1287,13 +1301,14 @@ static void process(void *ud, const char *key)
 			if (comps[i].state != SF_AWP_COMP_PRESENT) {
 				/* what upstream's count would call missing */
 				c->st.stale_reads++;
-				sf_log_debug(LOGGER,
-				             "component not in the cache while Running; a cache-only "
-				             "count would call it missing",
-				             "namespace", aw->ns, "name", aw->name, "state",
-				             comps[i].state == SF_AWP_COMP_PENDING ? "created, not seen yet"
-				                                                    : "absent",
-				             NULL);
+				sf_log_debug(
+				    LOGGER,
+				    "component not in the cache while Running; a cache-only "
+				    "count would call it missing",
+				    "namespace", aw->ns, "name", aw->name, "state",
+				    comps[i].state == SF_AWP_COMP_PENDING ? "created, not seen yet"
+				                                          : "absent",
+				    NULL);
 			}
 	sf_awp_pods pods = {0};
 	comp_visit v = {&pods, aw->ns, &s};
@@ -1314,15 +1329,15 @@ static void process(void *ud, const char *key)
 	int rc = sf_awp_step(&in, &o->plan, err, sizeof(err));
 	free(comps);
 	if (rc < 0) {
-		sf_log_error(LOGGER, "cannot reconcile", "namespace", aw->ns, "name", aw->name, "error",
-		             rc == -ENOMEM ? "out of memory" : err, NULL);
+		sf_log_error(LOGGER, "cannot reconcile", "namespace", aw->ns, "name", aw->name,
+		             "error", rc == -ENOMEM ? "out of memory" : err, NULL);
 		o->failed = 1;
 		op_finish(o);
 		return;
 	}
 	if (o->plan.suppressed_missing)
-		sf_log_debug(LOGGER, "component not in the cache; not acting on it yet", "namespace",
-		             aw->ns, "name", aw->name, NULL);
+		sf_log_debug(LOGGER, "component not in the cache; not acting on it yet",
+		             "namespace", aw->ns, "name", aw->name, NULL);
 	o->pending = 1; /* held while starting */
 	if (o->plan.meta_patch || o->plan.status) {
 		if (start_write(o) < 0)
@@ -1336,8 +1351,7 @@ static void process(void *ud, const char *key)
 
 /* ---- lifecycle ---- */
 
-int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *opts,
-                 sf_awctl **out)
+int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *opts, sf_awctl **out)
 {
 	sf_awctl *c = calloc(1, sizeof(*c));
 	int rc = -ENOMEM;
@@ -1362,7 +1376,8 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	};
 	sf_events_opts eo = {.component = "appwrapper-controller",
 	                     .instance = opts ? opts->identity : NULL};
-	if ((rc = sf_strmap_new(0, 64, &c->mem)) < 0 || (rc = sf_strmap_new(0, 8, &c->phase_counts)) < 0 ||
+	if ((rc = sf_strmap_new(0, 64, &c->mem)) < 0 ||
+	    (rc = sf_strmap_new(0, 8, &c->phase_counts)) < 0 ||
 	    (rc = sf_queue_new(loop, &q, &c->queue)) < 0 ||
 	    (rc = sf_events_new(loop, client, &eo, &c->events)) < 0)
 		goto fail;
@@ -1575,8 +1590,9 @@ void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out)
 int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out)
 {
 	int rc = 0;
-	rc |= sf_buf_puts(out, "# HELP appwrapper_phase_total Total number of appwrappers per phase\n"
-	                       "# TYPE appwrapper_phase_total counter\n");
+	rc |=
+	    sf_buf_puts(out, "# HELP appwrapper_phase_total Total number of appwrappers per phase\n"
+	                     "# TYPE appwrapper_phase_total counter\n");
 	sf_strmap_iter it = SF_STRMAP_ITER_INIT;
 	const char *ns;
 	void *v;
@@ -1584,84 +1600,105 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out)
 		const unsigned long *cnt = v;
 		for (int p = 1; p < SF_AW_NPHASES; p++)
 			if (cnt[p])
-				rc |= sf_buf_printf(out,
-				                    "appwrapper_phase_total{namespace=\"%s\",phase=\"%s\"} %lu\n",
-				                    ns, sf_aw_phase_name((sf_aw_phase)p), cnt[p]);
+				rc |= sf_buf_printf(
+				    out,
+				    "appwrapper_phase_total{namespace=\"%s\",phase=\"%s\"} %lu\n",
+				    ns, sf_aw_phase_name((sf_aw_phase)p), cnt[p]);
 	}
-	rc |= sf_buf_puts(out, "# HELP controller_runtime_reconcile_total Total number of reconciliations per controller\n"
+	rc |= sf_buf_puts(out, "# HELP controller_runtime_reconcile_total Total number of "
+	                       "reconciliations per controller\n"
 	                       "# TYPE controller_runtime_reconcile_total counter\n");
-	rc |= sf_buf_printf(out,
-	                    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"success\"} %lu\n"
-	                    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"error\"} %lu\n"
-	                    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"requeue\"} %lu\n"
-	                    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"requeue_after\"} %lu\n",
-	                    c->res_success, c->res_error, c->res_requeue, c->res_requeue_after);
-	rc |= sf_buf_printf(out, "# HELP controller_runtime_reconcile_errors_total Total number of reconciliation errors per controller\n"
-	                         "# TYPE controller_runtime_reconcile_errors_total counter\n"
-	                         "controller_runtime_reconcile_errors_total{controller=\"appwrapper\"} %lu\n",
-	                    c->st.reconcile_errors);
-	rc |= sf_buf_puts(out, "# HELP controller_runtime_reconcile_time_seconds Length of time per reconciliation per controller\n"
+	rc |= sf_buf_printf(
+	    out,
+	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"success\"} %lu\n"
+	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"error\"} %lu\n"
+	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"requeue\"} %lu\n"
+	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"requeue_after\"}"
+	    " %lu\n",
+	    c->res_success, c->res_error, c->res_requeue, c->res_requeue_after);
+	rc |= sf_buf_printf(
+	    out,
+	    "# HELP controller_runtime_reconcile_errors_total Total number of reconciliation "
+	    "errors per controller\n"
+	    "# TYPE controller_runtime_reconcile_errors_total counter\n"
+	    "controller_runtime_reconcile_errors_total{controller=\"appwrapper\"} %lu\n",
+	    c->st.reconcile_errors);
+	rc |= sf_buf_puts(out, "# HELP controller_runtime_reconcile_time_seconds Length of time "
+	                       "per reconciliation per controller\n"
 	                       "# TYPE controller_runtime_reconcile_time_seconds histogram\n");
 	unsigned long cum = 0;
 	for (int b = 0; b < NBUCKETS; b++) {
 		cum += c->hist[b];
 		rc |= sf_buf_printf(out,
-		                    "controller_runtime_reconcile_time_seconds_bucket{controller=\"appwrapper\",le=\"%g\"} %lu\n",
+		                    "controller_runtime_reconcile_time_seconds_bucket{controller="
+		                    "\"appwrapper\",le=\"%g\"} %lu\n",
 		                    buckets[b], cum);
 	}
-	rc |= sf_buf_printf(out,
-	                    "controller_runtime_reconcile_time_seconds_bucket{controller=\"appwrapper\",le=\"+Inf\"} %lu\n"
-	                    "controller_runtime_reconcile_time_seconds_sum{controller=\"appwrapper\"} %.6f\n"
-	                    "controller_runtime_reconcile_time_seconds_count{controller=\"appwrapper\"} %lu\n",
-	                    c->hist_count, c->hist_sum, c->hist_count);
-	rc |= sf_buf_printf(out, "# HELP controller_runtime_active_workers Number of currently used workers per controller\n"
+	rc |= sf_buf_printf(
+	    out,
+	    "controller_runtime_reconcile_time_seconds_bucket{controller=\"appwrapper\",le=\"+"
+	    "Inf\"} %lu\n"
+	    "controller_runtime_reconcile_time_seconds_sum{controller=\"appwrapper\"} %.6f\n"
+	    "controller_runtime_reconcile_time_seconds_count{controller=\"appwrapper\"} %lu\n",
+	    c->hist_count, c->hist_sum, c->hist_count);
+	rc |= sf_buf_printf(out, "# HELP controller_runtime_active_workers Number of currently "
+	                         "used workers per controller\n"
 	                         "# TYPE controller_runtime_active_workers gauge\n");
 	sf_queue_metrics qm = {0};
 	if (c->queue)
 		sf_queue_stats(c->queue, &qm);
-	rc |= sf_buf_printf(out, "controller_runtime_active_workers{controller=\"appwrapper\"} %zu\n",
-	                    qm.in_flight);
-	rc |= sf_buf_printf(out,
-	                    "# HELP workqueue_depth Current depth of workqueue\n"
-	                    "# TYPE workqueue_depth gauge\n"
-	                    "workqueue_depth{name=\"appwrapper\"} %zu\n"
-	                    "# HELP workqueue_adds_total Total number of adds handled by workqueue\n"
-	                    "# TYPE workqueue_adds_total counter\n"
-	                    "workqueue_adds_total{name=\"appwrapper\"} %" PRIu64 "\n"
-	                    "# HELP workqueue_retries_total Total number of retries handled by workqueue\n"
-	                    "# TYPE workqueue_retries_total counter\n"
-	                    "workqueue_retries_total{name=\"appwrapper\"} %" PRIu64 "\n"
-	                    "# HELP workqueue_longest_running_processor_seconds How many seconds has the longest running processor for workqueue been running.\n"
-	                    "# TYPE workqueue_longest_running_processor_seconds gauge\n"
-	                    "workqueue_longest_running_processor_seconds{name=\"appwrapper\"} %.6f\n"
-	                    "# HELP workqueue_unfinished_work_seconds How many seconds of work has been done that is in progress.\n"
-	                    "# TYPE workqueue_unfinished_work_seconds gauge\n"
-	                    "workqueue_unfinished_work_seconds{name=\"appwrapper\"} %.6f\n",
-	                    qm.depth, qm.adds, qm.retries, qm.longest_running_s, qm.unfinished_work_s);
+	rc |=
+	    sf_buf_printf(out, "controller_runtime_active_workers{controller=\"appwrapper\"} %zu\n",
+	                  qm.in_flight);
+	rc |= sf_buf_printf(
+	    out,
+	    "# HELP workqueue_depth Current depth of workqueue\n"
+	    "# TYPE workqueue_depth gauge\n"
+	    "workqueue_depth{name=\"appwrapper\"} %zu\n"
+	    "# HELP workqueue_adds_total Total number of adds handled by workqueue\n"
+	    "# TYPE workqueue_adds_total counter\n"
+	    "workqueue_adds_total{name=\"appwrapper\"} %" PRIu64 "\n"
+	    "# HELP workqueue_retries_total Total number of retries handled by workqueue\n"
+	    "# TYPE workqueue_retries_total counter\n"
+	    "workqueue_retries_total{name=\"appwrapper\"} %" PRIu64 "\n"
+	    "# HELP workqueue_longest_running_processor_seconds How many seconds has the longest "
+	    "running processor for workqueue been running.\n"
+	    "# TYPE workqueue_longest_running_processor_seconds gauge\n"
+	    "workqueue_longest_running_processor_seconds{name=\"appwrapper\"} %.6f\n"
+	    "# HELP workqueue_unfinished_work_seconds How many seconds of work has been done that "
+	    "is in progress.\n"
+	    "# TYPE workqueue_unfinished_work_seconds gauge\n"
+	    "workqueue_unfinished_work_seconds{name=\"appwrapper\"} %.6f\n",
+	    qm.depth, qm.adds, qm.retries, qm.longest_running_s, qm.unfinished_work_s);
 	sf_events_stats es;
 	sf_events_stats_get(c->events, &es);
-	rc |= sf_buf_printf(out,
-	                    "# HELP steadfast_appwrapper_missing_suppressed_total Components absent from the cache that a live read or the grace window showed were not missing\n"
-	                    "# TYPE steadfast_appwrapper_missing_suppressed_total counter\n"
-	                    "steadfast_appwrapper_missing_suppressed_total %lu\n"
-	                    "# HELP steadfast_appwrapper_missing_checks_total Live reads made before declaring a component missing\n"
-	                    "# TYPE steadfast_appwrapper_missing_checks_total counter\n"
-	                    "steadfast_appwrapper_missing_checks_total %lu\n"
-	                    "# HELP steadfast_appwrapper_components_created_total Components created\n"
-	                    "# TYPE steadfast_appwrapper_components_created_total counter\n"
-	                    "steadfast_appwrapper_components_created_total %lu\n"
-	                    "# HELP steadfast_appwrapper_components_adopted_total Creates that found the component already there and owned by its AppWrapper\n"
-	                    "# TYPE steadfast_appwrapper_components_adopted_total counter\n"
-	                    "steadfast_appwrapper_components_adopted_total %lu\n"
-	                    "# HELP steadfast_appwrapper_status_conflicts_total Status or metadata writes refused because the object had changed\n"
-	                    "# TYPE steadfast_appwrapper_status_conflicts_total counter\n"
-	                    "steadfast_appwrapper_status_conflicts_total %lu\n"
-	                    "# HELP steadfast_events_total Events written, by outcome\n"
-	                    "# TYPE steadfast_events_total counter\n"
-	                    "steadfast_events_total{outcome=\"created\"} %lu\n"
-	                    "steadfast_events_total{outcome=\"aggregated\"} %lu\n"
-	                    "steadfast_events_total{outcome=\"failed\"} %lu\n",
-	                    c->st.missing_suppressed, c->st.verifies, c->st.creates, c->st.adopted,
-	                    c->st.conflicts, es.created, es.aggregated, es.failed);
+	rc |= sf_buf_printf(
+	    out,
+	    "# HELP steadfast_appwrapper_missing_suppressed_total Components absent from the cache "
+	    "that a live read or the grace window showed were not missing\n"
+	    "# TYPE steadfast_appwrapper_missing_suppressed_total counter\n"
+	    "steadfast_appwrapper_missing_suppressed_total %lu\n"
+	    "# HELP steadfast_appwrapper_missing_checks_total Live reads made before declaring a "
+	    "component missing\n"
+	    "# TYPE steadfast_appwrapper_missing_checks_total counter\n"
+	    "steadfast_appwrapper_missing_checks_total %lu\n"
+	    "# HELP steadfast_appwrapper_components_created_total Components created\n"
+	    "# TYPE steadfast_appwrapper_components_created_total counter\n"
+	    "steadfast_appwrapper_components_created_total %lu\n"
+	    "# HELP steadfast_appwrapper_components_adopted_total Creates that found the component "
+	    "already there and owned by its AppWrapper\n"
+	    "# TYPE steadfast_appwrapper_components_adopted_total counter\n"
+	    "steadfast_appwrapper_components_adopted_total %lu\n"
+	    "# HELP steadfast_appwrapper_status_conflicts_total Status or metadata writes refused "
+	    "because the object had changed\n"
+	    "# TYPE steadfast_appwrapper_status_conflicts_total counter\n"
+	    "steadfast_appwrapper_status_conflicts_total %lu\n"
+	    "# HELP steadfast_events_total Events written, by outcome\n"
+	    "# TYPE steadfast_events_total counter\n"
+	    "steadfast_events_total{outcome=\"created\"} %lu\n"
+	    "steadfast_events_total{outcome=\"aggregated\"} %lu\n"
+	    "steadfast_events_total{outcome=\"failed\"} %lu\n",
+	    c->st.missing_suppressed, c->st.verifies, c->st.creates, c->st.adopted, c->st.conflicts,
+	    es.created, es.aggregated, es.failed);
 	return rc < 0 ? -ENOMEM : 0;
 }

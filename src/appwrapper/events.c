@@ -26,7 +26,7 @@
 typedef struct series {
 	char *key;
 	char *ns;
-	char *name; /* the Event object's name, once created */
+	char *name;                /* the Event object's name, once created */
 	int64_t first_ns, last_ns; /* wall */
 	int64_t seen_mono_ns;
 	long count;   /* occurrences recorded in the API */
@@ -161,8 +161,9 @@ static void write_done(void *ud, const sf_kube_result *res)
 		char buf[512];
 		ev->st.failed++;
 		if (res->err != -EPERM && res->err != -ECANCELED)
-			sf_log_warn("events", "event write failed", "event", s->name ? s->name : s->key,
-			            "error", sf_kube_result_str(res, buf, sizeof(buf)), NULL);
+			sf_log_warn("events", "event write failed", "event",
+			            s->name ? s->name : s->key, "error",
+			            sf_kube_result_str(res, buf, sizeof(buf)), NULL);
 		if (!s->created || sf_kube_is_not_found(res)) {
 			/* not created (or deleted by someone): start over next time */
 			series_drop(ev, s);
@@ -224,8 +225,8 @@ static int create_series(sf_events *ev, series *s, const sf_obj *obj, const char
 	rc |= sf_buf_put_json_str(&b, ev->component, strlen(ev->component));
 	rc |= sf_buf_puts(&b, ",\"reportingInstance\":");
 	rc |= sf_buf_put_json_str(&b, ev->instance, strlen(ev->instance));
-	rc |= sf_buf_printf(&b, ",\"firstTimestamp\":\"%s\",\"lastTimestamp\":\"%s\",\"count\":1}", ts,
-	                    ts);
+	rc |= sf_buf_printf(&b, ",\"firstTimestamp\":\"%s\",\"lastTimestamp\":\"%s\",\"count\":1}",
+	                    ts, ts);
 	if (rc) {
 		sf_buf_free(&b);
 		return -ENOMEM;

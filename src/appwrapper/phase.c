@@ -141,7 +141,8 @@ int sf_aw_cond_set(sf_jd *conds, const char *type, const char *status, const cha
 			return -ENOMEM;
 		if ((rc = sf_jd_set_str(c, "type", type)) < 0 ||
 		    (rc = sf_jd_set_str(c, "status", status)) < 0 ||
-		    (generation > 0 && (rc = sf_jd_set_int(c, "observedGeneration", generation)) < 0) ||
+		    (generation > 0 &&
+		     (rc = sf_jd_set_int(c, "observedGeneration", generation)) < 0) ||
 		    (rc = sf_jd_set_str(c, "lastTransitionTime", ts)) < 0 ||
 		    (rc = sf_jd_set_str(c, "reason", reason)) < 0 ||
 		    (rc = sf_jd_set_str(c, "message", message ? message : "")) < 0) {
@@ -737,7 +738,8 @@ static void step_running(step *st)
 	}
 	if (missing) {
 		char msg[160];
-		snprintf(msg, sizeof(msg), "Only found %" PRId64 " deployed components, but was expecting %zu",
+		snprintf(msg, sizeof(msg),
+		         "Only found %" PRId64 " deployed components, but was expecting %zu",
 		         (int64_t)n - missing, n);
 		cond(st, C_UNHEALTHY, "True", "MissingComponent", msg);
 		event(st, 1, C_UNHEALTHY, "MissingComponent: %s", msg);
@@ -764,7 +766,8 @@ static void step_running(step *st)
 	if (pods->succeeded >= st->in->expected_pods &&
 	    pods->pending + pods->running + pods->failed == 0) {
 		char msg[128];
-		snprintf(msg, sizeof(msg), "%d pods succeeded and no running, pending, or failed pods",
+		snprintf(msg, sizeof(msg),
+		         "%d pods succeeded and no running, pending, or failed pods",
 		         pods->succeeded);
 		cond(st, C_QUOTA, "False", "Succeeded", msg);
 		cond(st, C_DEPLOYED, "True", "Succeeded", msg);
@@ -809,10 +812,10 @@ static void step_running(step *st)
 	         pods->pending, pods->running, pods->succeeded);
 	clear_cond(st, C_PODSREADY, "InsufficientPodsReady", detail);
 	sf_aw_cond rd = get_cond(st, C_DEPLOYED);
-	int64_t grace = ((int64_t)pods->pending + pods->running + pods->succeeded >=
-	                 st->in->expected_pods)
-	                    ? s->warmup_grace_ms
-	                    : s->admission_grace_ms;
+	int64_t grace =
+	    ((int64_t)pods->pending + pods->running + pods->succeeded >= st->in->expected_pods)
+	        ? s->warmup_grace_ms
+	        : s->admission_grace_ms;
 	if (st->now < rd.ltt_ms + grace) {
 		st->plan->why = "waiting for pods";
 		int64_t left = rd.ltt_ms + grace - st->now;
@@ -851,7 +854,8 @@ static void step_resetting(step *st)
 	if (sf_aw_cond_true(st->conds, C_DEPLOYED)) {
 		if (!delete_components(st))
 			return;
-		cond(st, C_DEPLOYED, "False", "Resetting", "Resources deleted for resetting AppWrapper");
+		cond(st, C_DEPLOYED, "False", "Resetting",
+		     "Resources deleted for resetting AppWrapper");
 	}
 	int64_t count = resetting_count(st);
 	int64_t pause = sf_aw_retry_pause_ms(st->in->s, st->in->cfg,
@@ -903,8 +907,9 @@ static void step_failed(step *st)
 		if (!delete_components(st))
 			return;
 		cond(st, C_DEPLOYED, "False", "Failed",
-		     delay > 0 && st->suspend ? "Kueue forced resource deletion by suspending AppWrapper"
-		                              : "Resources deleted for failed AppWrapper");
+		     delay > 0 && st->suspend
+		         ? "Kueue forced resource deletion by suspending AppWrapper"
+		         : "Resources deleted for failed AppWrapper");
 	}
 	cond(st, C_QUOTA, "False", "Failed", "No resources deployed");
 }
@@ -941,7 +946,8 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 		return -EINVAL;
 	}
 	sf_jv managed_by = sf_jv_path(aw, "spec.managedBy");
-	if (sf_jv_type(managed_by) == SF_JSON_STRING && !sf_jv_streq(managed_by, SF_AW_CONTROLLER_NAME)) {
+	if (sf_jv_type(managed_by) == SF_JSON_STRING &&
+	    !sf_jv_streq(managed_by, SF_AW_CONTROLLER_NAME)) {
 		plan->skipped = 1;
 		plan->why = "managed by another controller";
 		return 0;
@@ -976,11 +982,13 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 	if (sf_jv_ok(sf_jv_path(aw, "metadata.deletionTimestamp"))) {
 		if (do_deletion(&st, phase, fin) && st.rc == 0) {
 			/* conditions already final: drop the finalizer now */
-			sf_jd *orig = sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : NULL;
+			sf_jd *orig =
+			    sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : NULL;
 			int same = orig && sf_jd_equal(orig, st.status);
 			sf_jd_free(orig);
 			if (same) {
-				plan->meta_patch = meta_patch_finalizers(&st, SF_AW_FINALIZER, NULL);
+				plan->meta_patch =
+				    meta_patch_finalizers(&st, SF_AW_FINALIZER, NULL);
 				plan->requeue_ms = -1;
 			}
 		}
@@ -1018,7 +1026,8 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 		plan->nevents = 0;
 		return 0;
 	}
-	sf_jd *orig = sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : sf_jd_new_obj();
+	sf_jd *orig =
+	    sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : sf_jd_new_obj();
 	if (!orig) {
 		sf_jd_free(st.status);
 		sf_awp_plan_free(plan);
@@ -1077,15 +1086,16 @@ int sf_awp_component_status_init(sf_jv aw, sf_jd **out, char *err, size_t errlen
 		    sf_jv_str(sf_jv_get(t, "kind"), kind, sizeof(kind)) <= 0 ||
 		    sf_jv_str(sf_jv_get(t, "apiVersion"), api, sizeof(api)) <= 0) {
 			snprintf(err, errlen,
-			         "component %zu: template needs apiVersion, kind and metadata.name", i);
+			         "component %zu: template needs apiVersion, kind and metadata.name",
+			         i);
 			rc = -EINVAL;
 			goto out;
 		}
 		size_t nps = 0;
 		rc = sf_awc_podsets(c, ps, MAX_PODSETS, &nps, err, errlen);
 		if (rc == -ENOSPC) {
-			snprintf(err, errlen, "component %zu (%s %s): more than %d pod sets", i, kind,
-			         name, MAX_PODSETS);
+			snprintf(err, errlen, "component %zu (%s %s): more than %d pod sets", i,
+			         kind, name, MAX_PODSETS);
 			rc = -EINVAL;
 		}
 		if (rc < 0)

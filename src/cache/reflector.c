@@ -804,7 +804,8 @@ int sf_reflector_start(sf_reflector *r)
 			r->dtimer = t;
 			char b[24];
 			sf_log_warn(LOGGER, "fault injection: watch events are applied late",
-			            "resource", r->name, "maxDelayMs", num(b, r->delay_max_ms), NULL);
+			            "resource", r->name, "maxDelayMs", num(b, r->delay_max_ms),
+			            NULL);
 		}
 	}
 	sf_log_debug(LOGGER, "starting", "resource", r->name, NULL);

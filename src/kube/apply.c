@@ -90,8 +90,9 @@ static void on_patched(void *ud, const sf_kube_result *res)
 		return;
 	}
 	char buf[600];
-	const char *m = res->status && res->status->message[0] ? res->status->message
-	                                                       : sf_kube_result_str(res, buf, sizeof(buf));
+	const char *m = res->status && res->status->message[0]
+	                    ? res->status->message
+	                    : sf_kube_result_str(res, buf, sizeof(buf));
 	report(a, res->err ? res->err : -EIO, res->http_status, m);
 }
 
@@ -99,7 +100,8 @@ static void on_resolved(void *ud, int err, const char *errmsg, const sf_gvr *gvr
 {
 	apply_run *a = ud;
 	if (err) {
-		report(a, err, 0, errmsg && errmsg[0] ? errmsg : "kind not served by the API server");
+		report(a, err, 0,
+		       errmsg && errmsg[0] ? errmsg : "kind not served by the API server");
 		return;
 	}
 	snprintf(a->group, sizeof(a->group), "%s", gvr->group);
@@ -110,8 +112,9 @@ static void on_resolved(void *ud, int err, const char *errmsg, const sf_gvr *gvr
 		a->dns[0] = 0;
 	else if (!a->dns[0])
 		snprintf(a->dns, sizeof(a->dns), "%s", a->ns);
-	int rc = sf_kube_patch(a->c, &a->gvr, gvr->namespaced ? a->dns : NULL, a->name, NULL,
-	                       SF_PATCH_APPLY, a->docs[a->next], a->manager, 1, on_patched, a, NULL);
+	int rc =
+	    sf_kube_patch(a->c, &a->gvr, gvr->namespaced ? a->dns : NULL, a->name, NULL,
+	                  SF_PATCH_APPLY, a->docs[a->next], a->manager, 1, on_patched, a, NULL);
 	if (rc < 0)
 		report(a, rc, 0, "cannot send the request");
 }

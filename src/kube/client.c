@@ -557,10 +557,11 @@ int sf_kube_client_metrics_write(const sf_kube_client *c, sf_buf *out)
 					snprintf(cs, sizeof(cs), "%d", code);
 				else
 					snprintf(cs, sizeof(cs), "<error>");
-				rc |= sf_buf_printf(out,
-				                    "rest_client_requests_total{code=\"%s\",method=\"%s\"} "
-				                    "%lu\n",
-				                    cs, method_names[m], c->req_counts[m][code]);
+				rc |= sf_buf_printf(
+				    out,
+				    "rest_client_requests_total{code=\"%s\",method=\"%s\"} "
+				    "%lu\n",
+				    cs, method_names[m], c->req_counts[m][code]);
 			}
 	return rc < 0 ? -ENOMEM : 0;
 }

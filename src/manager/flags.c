@@ -66,7 +66,8 @@ const char *sf_mgr_usage(void)
 	       "       steadfast lease status [-n NAMESPACE] [--name LEASE] [-o text|json]\n"
 	       "\n"
 	       "flags:\n"
-	       "  --kubeconfig PATH                  kubeconfig (default $KUBECONFIG, ~/.kube/config,\n"
+	       "  --kubeconfig PATH                  kubeconfig (default $KUBECONFIG, "
+	       "~/.kube/config,\n"
 	       "                                     in-cluster)\n"
 	       "  --context NAME                     kubeconfig context\n"
 	       "  --config FILE                      operator config (upstream's YAML keys)\n"
@@ -78,7 +79,8 @@ const char *sf_mgr_usage(void)
 	       "  --leader-elect-retry-period D      default 2s\n"
 	       "  --metrics-bind-address ADDR        default from the config, :8080\n"
 	       "  --health-probe-bind-address ADDR   default from the config, :8081\n"
-	       "  --zap-log-level LEVEL              debug, info, error, or a number (default info)\n"
+	       "  --zap-log-level LEVEL              debug, info, error, or a number (default "
+	       "info)\n"
 	       "  --namespace NS                     watch only this namespace\n"
 	       "  --identity ID                      election identity (default <pod>_<random>)\n"
 	       "  --version, --help\n";
@@ -125,10 +127,12 @@ int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, 
 		size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
 		const struct flag *f = NULL;
 		for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
-			if (strlen(flags[k].name) == nlen && strncmp(flags[k].name, name, nlen) == 0)
+			if (strlen(flags[k].name) == nlen &&
+			    strncmp(flags[k].name, name, nlen) == 0)
 				f = &flags[k];
 		if (!f) {
-			snprintf(err, errlen, "flag provided but not defined: -%.*s", (int)nlen, name);
+			snprintf(err, errlen, "flag provided but not defined: -%.*s", (int)nlen,
+			         name);
 			return -EINVAL;
 		}
 		const char *v = eq ? eq + 1 : NULL;
@@ -156,7 +160,8 @@ int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, 
 		case F_RETRY_PERIOD:
 			if (parse_dur_ms(v, &ms) != 0) {
 				snprintf(err, errlen,
-				         "invalid value \"%s\" for -%s: want a positive duration such as 15s",
+				         "invalid value \"%s\" for -%s: want a positive duration "
+				         "such as 15s",
 				         v, f->name);
 				return -EINVAL;
 			}

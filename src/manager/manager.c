@@ -238,9 +238,8 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	const char *identity = o->identity;
 	if (!identity && sf_elect_default_identity(idbuf, sizeof(idbuf)) == 0)
 		identity = idbuf;
-	sf_awctl_opts ao = {.cfg = o->cfg ? o->cfg : &defaults,
-	                    .ns = o->watch_namespace,
-	                    .identity = identity};
+	sf_awctl_opts ao = {
+	    .cfg = o->cfg ? o->cfg : &defaults, .ns = o->watch_namespace, .identity = identity};
 	/* fault injection, for the stale-cache tests only */
 	const char *lag = getenv("STEADFAST_FAULT_WATCH_DELAY_MS");
 	if (lag && lag[0])
@@ -269,7 +268,8 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		           .ud = &m},
 		};
 		if (sf_elect_new(&m.loop, m.cfg, &eo, &m.e, err, sizeof(err)) != 0) {
-			sf_log_error(LOGGER, "invalid leader election settings", "error", err, NULL);
+			sf_log_error(LOGGER, "invalid leader election settings", "error", err,
+			             NULL);
 			rc = -EINVAL;
 			goto fail;
 		}
@@ -286,8 +286,8 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	m.sigterm.data = m.sigint.data = &m;
 	uv_signal_start(&m.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&m.sigint, on_signal, SIGINT);
-	sf_log_info(LOGGER, "starting", "version", SF_VERSION, "identity", identity, "leaderElection",
-	            o->leader_elect ? "true" : "false", NULL);
+	sf_log_info(LOGGER, "starting", "version", SF_VERSION, "identity", identity,
+	            "leaderElection", o->leader_elect ? "true" : "false", NULL);
 	if ((rc = sf_awctl_start(m.ctl)) < 0) {
 		sf_log_error(LOGGER, "cannot start the informers", "error", strerror(-rc), NULL);
 		uv_close((uv_handle_t *)&m.sigterm, NULL);

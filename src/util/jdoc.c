@@ -150,6 +150,8 @@ static int obj_push(sf_jd *o, const char *key, size_t klen, sf_jd *val)
 	m[o->len++] = (struct member){k, klen, val};
 	if (val)
 		val->parent = o;
+	/* k now belongs to the member array */
+	// cppcheck-suppress memleak
 	return 0;
 }
 

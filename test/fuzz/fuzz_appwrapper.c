@@ -70,16 +70,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int64_t expected = 0;
 	sf_awc_expected_pods(aw, &expected, err, sizeof(err));
 
-	sf_awp_input in = {.aw = aw, .cfg = &cfg, .s = &s, .now_ms = 1800000000000LL + seed * 997,
-	                   .comp = comps, .ncomp = ncomp, .pods = &pods, .expected_pods = expected};
+	sf_awp_input in = {.aw = aw,
+	                   .cfg = &cfg,
+	                   .s = &s,
+	                   .now_ms = 1800000000000LL + seed * 997,
+	                   .comp = comps,
+	                   .ncomp = ncomp,
+	                   .pods = &pods,
+	                   .expected_pods = expected};
 	sf_awp_plan plan;
 	if (sf_awp_step(&in, &plan, err, sizeof(err)) == 0) {
 		if (plan.meta_patch)
 			CHECK(!plan.status && plan.nacts == 0);
 		for (size_t i = 0; i < plan.nacts; i++) {
 			if (plan.acts[i].kind != SF_AWP_ACT_DELETE_PODS)
-				CHECK(plan.acts[i].idx < (sf_jv_len(sf_jv_path(aw, "status.componentStatus")) +
-				                          sf_jv_len(sf_jv_path(aw, "spec.components")) + 1));
+				CHECK(plan.acts[i].idx <
+				      (sf_jv_len(sf_jv_path(aw, "status.componentStatus")) +
+				       sf_jv_len(sf_jv_path(aw, "spec.components")) + 1));
 			if (plan.from == SF_AW_RUNNING && plan.to == SF_AW_RUNNING &&
 			    !sf_jv_ok(sf_jv_path(aw, "metadata.deletionTimestamp")))
 				CHECK(plan.acts[i].kind != SF_AWP_ACT_DELETE &&

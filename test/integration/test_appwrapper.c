@@ -123,8 +123,8 @@ static sf_obj *aw_cached(const char *name)
 static void create_aw(const char *json)
 {
 	tl_res r = {0};
-	sf_kube_req q = {.method = "POST", .gvr = &TL_AW_GVR, .ns = NS, .body = json,
-	                 .body_len = strlen(json)};
+	sf_kube_req q = {
+	    .method = "POST", .gvr = &TL_AW_GVR, .ns = NS, .body = json, .body_len = strlen(json)};
 	tl_do(&K, &q, &r);
 	cr_assert_eq(r.http_status, 201, "create AppWrapper: %ld %s %s", r.http_status, r.reason,
 	             r.message);
@@ -134,8 +134,13 @@ static void create_aw(const char *json)
 static long patch(const sf_gvr *gvr, const char *name, const char *sub, const char *body)
 {
 	tl_res r = {0};
-	sf_kube_req q = {.method = "PATCH", .gvr = gvr, .ns = NS, .name = name, .subresource = sub,
-	                 .body = body, .body_len = strlen(body),
+	sf_kube_req q = {.method = "PATCH",
+	                 .gvr = gvr,
+	                 .ns = NS,
+	                 .name = name,
+	                 .subresource = sub,
+	                 .body = body,
+	                 .body_len = strlen(body),
 	                 .content_type = "application/merge-patch+json"};
 	tl_do(&K, &q, &r);
 	long st = r.http_status;
@@ -304,20 +309,24 @@ static void kubelet(const char *pod, const char *phase, int exit_code, const cha
 	char body[2048], ts[40];
 	sf_time_rfc3339(sf_wall_ns(), ts, sizeof(ts));
 	if (strcmp(phase, "Running") == 0)
-		snprintf(body, sizeof(body),
-		         "{\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\",\"conditions\":[{"
-		         "\"type\":\"Ready\",\"status\":\"True\"}],\"containerStatuses\":[{\"name\":"
-		         "\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":true,\"restartCount\":0,"
-		         "\"state\":{\"running\":{\"startedAt\":\"%s\"}}}]}}",
-		         ts, ts);
+		snprintf(
+		    body, sizeof(body),
+		    "{\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\",\"conditions\":[{"
+		    "\"type\":\"Ready\",\"status\":\"True\"}],\"containerStatuses\":[{\"name\":"
+		    "\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":true,"
+		    "\"restartCount\":0,"
+		    "\"state\":{\"running\":{\"startedAt\":\"%s\"}}}]}}",
+		    ts, ts);
 	else
-		snprintf(body, sizeof(body),
-		         "{\"status\":{\"phase\":\"%s\",\"startTime\":\"%s\",\"containerStatuses\":[{"
-		         "\"name\":\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":false,"
-		         "\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":%d,\"reason\":\"%s\","
-		         "\"message\":\"%s\",\"startedAt\":\"%s\",\"finishedAt\":\"%s\"}}}]}}",
-		         phase, ts, exit_code, exit_code ? "Error" : "Completed", message ? message : "",
-		         ts, ts);
+		snprintf(
+		    body, sizeof(body),
+		    "{\"status\":{\"phase\":\"%s\",\"startTime\":\"%s\",\"containerStatuses\":[{"
+		    "\"name\":\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":false,"
+		    "\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":%d,\"reason\":\"%"
+		    "s\","
+		    "\"message\":\"%s\",\"startedAt\":\"%s\",\"finishedAt\":\"%s\"}}}]}}",
+		    phase, ts, exit_code, exit_code ? "Error" : "Completed", message ? message : "",
+		    ts, ts);
 	long st = patch(&SF_GVR_PODS, pod, "status", body);
 	cr_assert_eq(st, 200, "kubelet patch of %s: %ld", pod, st);
 }
@@ -468,7 +477,8 @@ Test(appwrapper, podsetinfos_are_injected_into_a_pod)
 	              "\"nodeSelector\":{\"disk\":\"ssd\"},\"tolerations\":[{\"key\":\"a\","
 	              "\"operator\":\"Exists\"}],\"affinity\":{\"nodeAffinity\":{"
 	              "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
-	              "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}]}}},"
+	              "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":["
+	              "\"z1\"]}]}]}}},"
 	              "\"schedulingGates\":[{\"name\":\"g1\"}],");
 	wait_phase("inject", "Suspended", 20000);
 	admit("inject",
@@ -477,7 +487,8 @@ Test(appwrapper, podsetinfos_are_injected_into_a_pod)
 	      "\"Never\",\"nodeSelector\":{\"disk\":\"ssd\"},\"tolerations\":[{\"key\":\"a\","
 	      "\"operator\":\"Exists\"}],\"affinity\":{\"nodeAffinity\":{"
 	      "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
-	      "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}]}}},"
+	      "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}]}"
+	      "}},"
 	      "\"schedulingGates\":[{\"name\":\"g1\"}],\"containers\":[{\"name\":\"main\","
 	      "\"image\":\"busybox\"}]}},\"podSetInfos\":[{\"labels\":{\"kueue.x-k8s.io/podset\":"
 	      "\"main\"},\"annotations\":{\"kueue.x-k8s.io/workload\":\"w1\"},\"nodeSelector\":{"
@@ -490,16 +501,15 @@ Test(appwrapper, podsetinfos_are_injected_into_a_pod)
 	sf_jv labels = sf_jv_path(p, "metadata.labels");
 	cr_assert(sf_jv_streq(sf_jv_get(labels, "kueue.x-k8s.io/podset"), "main"), "%s", pod->json);
 	cr_assert(sf_jv_streq(sf_jv_get(labels, "workload.codeflare.dev/appwrapper"), "inject"));
-	cr_assert(sf_jv_streq(sf_jv_get(sf_jv_path(p, "metadata.annotations"),
-	                                 "kueue.x-k8s.io/workload"),
-	                      "w1"));
+	cr_assert(sf_jv_streq(
+	    sf_jv_get(sf_jv_path(p, "metadata.annotations"), "kueue.x-k8s.io/workload"), "w1"));
 	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.nodeSelector.pool"), "gpu"));
 	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.nodeSelector.disk"), "ssd"));
 	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.tolerations[1].key"), "b"), "%s", pod->json);
 	cr_assert_eq(sf_jv_len(sf_jv_path(p, "spec.schedulingGates")), 2, "%s", pod->json);
 	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.affinity.nodeAffinity."
-	                                     "requiredDuringSchedulingIgnoredDuringExecution."
-	                                     "nodeSelectorTerms[0].matchExpressions[0].key"),
+	                                    "requiredDuringSchedulingIgnoredDuringExecution."
+	                                    "nodeSelectorTerms[0].matchExpressions[0].key"),
 	                      "zone"));
 	/* owned by the AppWrapper as controller */
 	sf_obj *aw = aw_cached("inject");
@@ -617,8 +627,9 @@ Test(appwrapper, failed_pod_with_retry_limit_0_fails_visibly_then_cleans_up)
 Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 {
 	tl_ctl *c = controller("solo");
-	create_job_aw("gone",
-	              "\"workload.codeflare.dev.appwrapper/missingComponentGracePeriodDuration\":\"2s\"");
+	create_job_aw(
+	    "gone",
+	    "\"workload.codeflare.dev.appwrapper/missingComponentGracePeriodDuration\":\"2s\"");
 	wait_phase("gone", "Suspended", 20000);
 	admit("gone", NULL);
 	wait_phase("gone", "Running", 20000);
@@ -628,7 +639,10 @@ Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 	wait_cond("gone", "PodsReady", "True", 20000);
 	size_t mark = tl_ctl_nlines(c);
 	tl_res r = {0};
-	sf_kube_req q = {.method = "DELETE", .gvr = &SF_GVR_JOBS, .ns = NS, .name = "gone-job",
+	sf_kube_req q = {.method = "DELETE",
+	                 .gvr = &SF_GVR_JOBS,
+	                 .ns = NS,
+	                 .name = "gone-job",
 	                 .body = "{\"propagationPolicy\":\"Background\"}",
 	                 .body_len = strlen("{\"propagationPolicy\":\"Background\"}")};
 	int64_t t0 = sf_mono_ns();
@@ -643,7 +657,8 @@ Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 	cr_assert_str_eq(msg, "Only found 0 deployed components, but was expecting 1");
 	cr_assert(s >= 1.0 && s < 9.0, "failed %.2f s after the delete (grace 2 s)", s);
 	cr_assert(tl_ctl_count(c, "confirmed missing by a live read", mark) >= 1);
-	fprintf(stderr, "missing component: Failed %.2f s after the user's delete (grace 2 s)\n", s);
+	fprintf(stderr, "missing component: Failed %.2f s after the user's delete (grace 2 s)\n",
+	        s);
 }
 
 static void aw_uid(const char *name, char *uid, size_t n)
@@ -662,15 +677,19 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 	wait_phase("adopt", "Suspended", 20000);
 	char uid[64], body[2048];
 	aw_uid("adopt", uid, sizeof(uid));
-	snprintf(body, sizeof(body),
-	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"adopt-pod\","
-	         "\"labels\":{\"workload.codeflare.dev/appwrapper\":\"adopt\"},\"ownerReferences\":[{"
-	         "\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"name\":"
-	         "\"adopt\",\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
-	         "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}",
-	         uid);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"adopt-pod\","
+	    "\"labels\":{\"workload.codeflare.dev/appwrapper\":\"adopt\"},\"ownerReferences\":[{"
+	    "\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"name\":"
+	    "\"adopt\",\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+	    "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}",
+	    uid);
 	tl_res r = {0};
-	sf_kube_req q = {.method = "POST", .gvr = &SF_GVR_PODS, .ns = NS, .body = body,
+	sf_kube_req q = {.method = "POST",
+	                 .gvr = &SF_GVR_PODS,
+	                 .ns = NS,
+	                 .body = body,
 	                 .body_len = strlen(body)};
 	tl_do(&K, &q, &r);
 	cr_assert_eq(r.http_status, 201);
@@ -691,7 +710,10 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 	snprintf(body, sizeof(body),
 	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"taken-pod\"},"
 	         "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}");
-	sf_kube_req q2 = {.method = "POST", .gvr = &SF_GVR_PODS, .ns = NS, .body = body,
+	sf_kube_req q2 = {.method = "POST",
+	                  .gvr = &SF_GVR_PODS,
+	                  .ns = NS,
+	                  .body = body,
 	                  .body_len = strlen(body)};
 	tl_do(&K, &q2, &r);
 	cr_assert_eq(r.http_status, 201);
@@ -703,8 +725,8 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 	char msg[1024] = "";
 	cr_assert_str_eq(cond("foreign", "Unhealthy", reason, msg), "True");
 	cr_assert_str_eq(reason, "CreateFailed");
-	cr_assert(strstr(msg, "Pod taken-pod exists, but is not controlled by this AppWrapper"), "%s",
-	          msg);
+	cr_assert(strstr(msg, "Pod taken-pod exists, but is not controlled by this AppWrapper"),
+	          "%s", msg);
 	/* and it was not touched */
 	sf_obj *p = get_obj(&SF_GVR_PODS, "taken-pod");
 	cr_assert_not(sf_jv_ok(sf_jv_path(sf_obj_root(p), "metadata.deletionTimestamp")));
@@ -718,11 +740,12 @@ Test(appwrapper, bad_components_fail_clearly_and_others_are_served)
 	          "\"metadata\":{\"name\":\"unknown-kind\"},\"spec\":{\"suspend\":false,"
 	          "\"components\":[{\"template\":{\"apiVersion\":\"example.com/v1\",\"kind\":"
 	          "\"Widget\",\"metadata\":{\"name\":\"w\"},\"spec\":{}}}]}}");
-	create_aw("{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
-	          "\"metadata\":{\"name\":\"bad-path\"},\"spec\":{\"suspend\":false,"
-	          "\"components\":[{\"podSets\":[{\"path\":\"template.spec.nothere\",\"replicas\":1}],"
-	          "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"bp\"},"
-	          "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
+	create_aw(
+	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    "\"metadata\":{\"name\":\"bad-path\"},\"spec\":{\"suspend\":false,"
+	    "\"components\":[{\"podSets\":[{\"path\":\"template.spec.nothere\",\"replicas\":1}],"
+	    "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"bp\"},"
+	    "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
 	create_pod_aw("fine", NULL, "fine-pod", NULL);
 	wait_phase("unknown-kind", "Suspended", 20000);
 	wait_phase("fine", "Suspended", 20000);
@@ -831,11 +854,13 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 			char holder[128];
 			lease_holder("steadfast-test", holder, sizeof(holder));
 			tl_ctl *leader = strcmp(holder, "replica-a") == 0 ? a : b;
-			cr_assert(strcmp(holder, "replica-a") == 0 || strcmp(holder, "replica-b") == 0,
+			cr_assert(strcmp(holder, "replica-a") == 0 ||
+			              strcmp(holder, "replica-b") == 0,
 			          "holder %s", holder);
 			tl_ctl_signal(leader, SIGKILL);
 			killed = 1;
-			fprintf(stderr, "crashloop: killed the leader %s after incarnation 3\n", holder);
+			fprintf(stderr, "crashloop: killed the leader %s after incarnation 3\n",
+			        holder);
 		}
 		/* wait until this incarnation is gone or the AppWrapper failed */
 		if (cl.n == 6)
@@ -846,12 +871,13 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 	for (int k = 1; k < cl.n; k++) {
 		double gap = (cl.created_ms[k] - cl.failed_ms[k - 1]) / 1000.0;
 		double want = (double)(1 << (k - 1));
-		fprintf(stderr, "crashloop: re-creation %d after %.2f s (pause %.0f s)\n", k, gap, want);
+		fprintf(stderr, "crashloop: re-creation %d after %.2f s (pause %.0f s)\n", k, gap,
+		        want);
 		/* never early; late by at most the detection, the deletion,
 		 * a second of condition-time resolution and (once) a failover */
 		cr_assert(gap >= want - 0.1 && gap <= want + 4.5,
-		          "re-creation %d came %.2f s after the failure; the pause is %.0f s", k, gap,
-		          want);
+		          "re-creation %d came %.2f s after the failure; the pause is %.0f s", k,
+		          gap, want);
 		if (k >= 2)
 			cr_assert(cl.created_ms[k] - cl.failed_ms[k - 1] >
 			              cl.created_ms[k - 1] - cl.failed_ms[k - 2] - 1000,
@@ -892,16 +918,17 @@ Test(appwrapper, changes_by_others_to_a_live_component_do_not_recreate_it)
 	snprintf(uid, sizeof(uid), "%s", p->uid);
 	/* the server defaulted the ConfigMap volume's mode */
 	int64_t mode = 0;
-	cr_assert_eq(sf_jv_int64(sf_jv_path(sf_obj_root(p), "spec.volumes[0].configMap.defaultMode"),
-	                         &mode),
-	             0);
+	cr_assert_eq(
+	    sf_jv_int64(sf_jv_path(sf_obj_root(p), "spec.volumes[0].configMap.defaultMode"), &mode),
+	    0);
 	cr_assert_eq(mode, 420);
 	sf_obj_unref(p);
 	/* a webhook-like mutation of labels and annotations */
-	cr_assert_eq(patch(&SF_GVR_PODS, "drift-pod", NULL,
-	                   "{\"metadata\":{\"labels\":{\"injected-by\":\"webhook\"},\"annotations\":{"
-	                   "\"sidecar.example.com/status\":\"injected\"}}}"),
-	             200);
+	cr_assert_eq(
+	    patch(&SF_GVR_PODS, "drift-pod", NULL,
+	          "{\"metadata\":{\"labels\":{\"injected-by\":\"webhook\"},\"annotations\":{"
+	          "\"sidecar.example.com/status\":\"injected\"}}}"),
+	    200);
 	/* then the pod runs: PodsReady proves a reconcile after the changes */
 	kubelet("drift-pod", "Running", 0, NULL);
 	wait_cond("drift", "PodsReady", "True", 20000);
@@ -946,8 +973,8 @@ static void admit_all(const char *prefix, int n)
 		char name[64];
 		snprintf(name, sizeof(name), "%s-%d", prefix, i);
 		cr_assert_eq(sf_kube_patch(K.client, &TL_AW_GVR, NS, name, NULL, SF_PATCH_MERGE,
-		                           "{\"spec\":{\"suspend\":false}}", NULL, 0, admit_done, &a,
-		                           NULL),
+		                           "{\"spec\":{\"suspend\":false}}", NULL, 0, admit_done,
+		                           &a, NULL),
 		             0);
 		a.pending++;
 	}
@@ -989,8 +1016,13 @@ static tl_ctl *replica(const char *id, long lag_ms)
 	static char lag_env[64];
 	snprintf(lag_env, sizeof(lag_env), "STEADFAST_FAULT_WATCH_DELAY_MS=%ld", lag_ms);
 	const char *env[] = {lag_env, NULL};
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-a", .id = id, .lease_ms = 1000,
-	                 .renew_ms = 700, .retry_ms = 200, .env = lag_ms ? env : NULL};
+	tl_ctl_opts o = {.ns = NS,
+	                 .lease = "steadfast-a",
+	                 .id = id,
+	                 .lease_ms = 1000,
+	                 .renew_ms = 700,
+	                 .retry_ms = 200,
+	                 .env = lag_ms ? env : NULL};
 	return tl_ctl_start(&K.loop, &o);
 }
 
@@ -1070,7 +1102,8 @@ static void incident_a(long lag_ms, int rounds)
 			char name[64];
 			snprintf(name, sizeof(name), "%s-%d", prefix, i);
 			cr_assert_eq(sf_kube_delete(K.client, &TL_AW_GVR, NS, name, NULL,
-			                            (sf_kube_cb)admit_done, &(admits){0}, NULL) >= 0,
+			                            (sf_kube_cb)admit_done, &(admits){0},
+			                            NULL) >= 0,
 			             1);
 		}
 	}
@@ -1080,7 +1113,8 @@ static void incident_a(long lag_ms, int rounds)
 		expectations += tl_ctl_count(all[i], "\"msg\":\"component created\"", 0);
 	}
 	fprintf(stderr,
-	        "incident A (component and pod watches lagging up to %ld ms): %d rounds, %d AppWrappers admitted across a "
+	        "incident A (component and pod watches lagging up to %ld ms): %d rounds, %d "
+	        "AppWrappers admitted across a "
 	        "leader kill and cold start, 0 failed, 0 MissingComponent, %.0f s; %zu creates, "
 	        "%zu Running steps where the cache lacked a component (a cache-only count, as "
 	        "upstream's, would have failed them)\n",
@@ -1111,14 +1145,15 @@ Test(appwrapper, huge_appwrapper_is_handled_and_others_served)
 	memset(val, 'x', big);
 	val[big] = 0;
 	char *body = NULL;
-	cr_assert(asprintf(&body,
-	                   "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
-	                   "\"metadata\":{\"name\":\"huge\"},\"spec\":{\"suspend\":false,"
-	                   "\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
-	                   "\"metadata\":{\"name\":\"huge-pod\"},\"spec\":{\"containers\":[{\"name\":"
-	                   "\"main\",\"image\":\"busybox\",\"env\":[{\"name\":\"BLOB\",\"value\":"
-	                   "\"%s\"}]}]}}}]}}",
-	                   val) > 0);
+	cr_assert(
+	    asprintf(&body,
+	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"huge\"},\"spec\":{\"suspend\":false,"
+	             "\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+	             "\"metadata\":{\"name\":\"huge-pod\"},\"spec\":{\"containers\":[{\"name\":"
+	             "\"main\",\"image\":\"busybox\",\"env\":[{\"name\":\"BLOB\",\"value\":"
+	             "\"%s\"}]}]}}}]}}",
+	             val) > 0);
 	free(val);
 	create_aw(body);
 	free(body);
@@ -1189,7 +1224,8 @@ Test(appwrapper, probes_and_metrics)
 	const char *needles[] = {
 	    want,
 	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"success\"}",
-	    "controller_runtime_reconcile_time_seconds_bucket{controller=\"appwrapper\",le=\"+Inf\"}",
+	    "controller_runtime_reconcile_time_seconds_bucket{controller=\"appwrapper\",le=\"+"
+	    "Inf\"}",
 	    "workqueue_depth{name=\"appwrapper\"}",
 	    "rest_client_requests_total{code=\"201\",method=\"POST\"}",
 	    "leader_election_master_status{name=\"steadfast-test\"} 1",

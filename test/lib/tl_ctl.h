@@ -16,12 +16,12 @@
 typedef struct tl_ctl tl_ctl;
 
 typedef struct tl_ctl_opts {
-	const char *ns;       /* watched namespace and Lease namespace */
-	const char *lease;    /* Lease name */
-	const char *id;       /* election identity */
+	const char *ns;                    /* watched namespace and Lease namespace */
+	const char *lease;                 /* Lease name */
+	const char *id;                    /* election identity */
 	long lease_ms, renew_ms, retry_ms; /* 0 = 3000 / 2000 / 500 */
-	const char *kubeconfig; /* NULL = admin */
-	const char *config;     /* --config FILE, or NULL */
+	const char *kubeconfig;            /* NULL = admin */
+	const char *config;                /* --config FILE, or NULL */
 	int no_leader_elect;
 	const char *const *extra; /* more arguments, NULL-terminated */
 	const char *const *env;   /* more "K=V" environment entries, NULL-terminated */
@@ -41,8 +41,7 @@ size_t tl_ctl_count(const tl_ctl *p, const char *needle, size_t from);
 size_t tl_ctl_nlines(const tl_ctl *p);
 /* Runs the loop until a line containing needle appears at or after line
  * `from`: its index, or -1 on timeout. */
-long tl_ctl_wait_log(uv_loop_t *loop, tl_ctl *p, const char *needle, size_t from,
-                     long timeout_ms);
+long tl_ctl_wait_log(uv_loop_t *loop, tl_ctl *p, const char *needle, size_t from, long timeout_ms);
 /* The port of its "health" or "metrics" server (from its log; replicas
  * listen on ephemeral ports). Fails the test if none shows up. */
 int tl_ctl_port(uv_loop_t *loop, tl_ctl *p, const char *server);

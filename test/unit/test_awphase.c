@@ -41,14 +41,15 @@ static const char *JOB_TEMPLATE =
 static char *aw_json(const char *meta_extra, const char *spec_extra, const char *status)
 {
 	char *s = NULL;
-	int n = asprintf(&s,
-	                 "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
-	                 "\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u-1\","
-	                 "\"resourceVersion\":\"10\"%s%s},"
-	                 "\"spec\":{\"components\":[{\"template\":%s}]%s%s}%s%s}",
-	                 meta_extra ? "," : "", meta_extra ? meta_extra : "", JOB_TEMPLATE,
-	                 spec_extra ? "," : "", spec_extra ? spec_extra : "",
-	                 status ? ",\"status\":" : "", status ? status : "");
+	int n =
+	    asprintf(&s,
+	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+	             "\"resourceVersion\":\"10\"%s%s},"
+	             "\"spec\":{\"components\":[{\"template\":%s}]%s%s}%s%s}",
+	             meta_extra ? "," : "", meta_extra ? meta_extra : "", JOB_TEMPLATE,
+	             spec_extra ? "," : "", spec_extra ? spec_extra : "",
+	             status ? ",\"status\":" : "", status ? status : "");
 	cr_assert(n > 0);
 	return s;
 }
@@ -202,7 +203,8 @@ Test(awphase, empty_with_finalizer_initialises_component_status)
 	sf_jd *cs = sf_jd_at(sf_jd_get(s.plan.status, "componentStatus"), 0, NULL);
 	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "name"), NULL), "job-a");
 	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "kind"), NULL), "Job");
-	cr_assert_str_eq(sf_jd_str(sf_jd_path(cs, "podSets[0].path"), NULL), "template.spec.template");
+	cr_assert_str_eq(sf_jd_str(sf_jd_path(cs, "podSets[0].path"), NULL),
+	                 "template.spec.template");
 	done(&s);
 }
 
@@ -210,7 +212,8 @@ Test(awphase, empty_with_unreadable_template_fails_with_reason)
 {
 	char *j = NULL;
 	cr_assert(asprintf(&j,
-	                   "{\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u\"," FIN "},"
+	                   "{\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u\"," FIN
+	                   "},"
 	                   "\"spec\":{\"components\":[{\"template\":{\"kind\":\"Job\"}}]}}") > 0);
 	snap s = {.json = j};
 	run(&s);
@@ -596,7 +599,8 @@ static char *resetting_status(int64_t unhealthy_ltt, int deployed, int resets)
 	char *r = cond_json("ResourcesDeployed", deployed ? "True" : "False",
 	                    deployed ? "Resuming" : "Resetting", NOW - 900000);
 	char *u = cond_json("Unhealthy", "True", "FoundFailedPods", unhealthy_ltt);
-	char *cr = cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", NOW - 900000);
+	char *cr =
+	    cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", NOW - 900000);
 	char *all = NULL;
 	cr_assert(asprintf(&all, "%s,%s,%s", q, r, u) > 0);
 	char *st = status_json("Resetting", all, cr, resets);
