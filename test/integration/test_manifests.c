@@ -1,0 +1,1593 @@
+/*
+ * test_manifests.c - the deployment manifests (manifests/) and the
+ * Containerfile, checked against the real control plane and the real
+ * binary.
+ *
+ * There is no kustomize or kubectl here, so a small kustomization reader
+ * follows `resources:` from manifests/default (and refuses any
+ * kustomization feature it does not model, rather than silently checking
+ * something else than kustomize would build). Then:
+ *   - the tree is complete: every manifest file is reached, each kind the
+ *     deployment needs is there once, namespaces and image agree with
+ *     manifests/default;
+ *   - the Deployment agrees with the rest: its args parse with the
+ *     binary's own flag parser and the ConfigMap's config, probe and
+ *     metrics ports and paths match the config, Service and
+ *     ServiceMonitor; its ServiceAccount is the one bound; the Role covers
+ *     the Lease the controller will use; no wildcard or secrets in RBAC;
+ *   - every document passes a server-side dry run (dryRun=All) after the
+ *     AppWrapper CRD is installed for real (a stand-in CRD provides the
+ *     ServiceMonitor kind);
+ *   - the RBAC suffices, and no more: the ServiceAccount, Roles and
+ *     bindings are created for real (in a fresh namespace made from the
+ *     manifest's Namespace), the controller runs with a token minted for
+ *     that ServiceAccount (TokenRequest) and carries a Job AppWrapper from
+ *     Suspended to Succeeded and through deletion, and a failing Pod one
+ *     to Failed with its Warning event; the audit log shows no request of
+ *     it refused; the Deployment's pod passes the namespace's restricted
+ *     Pod Security level; and the same token is refused what the RBAC does
+ *     not grant (another Lease, secrets, nodes, deleting its own Lease);
+ *   - tools/check-containerfile.sh: the image's runtime packages are the
+ *     binary's libraries (the image itself cannot be built here).
+ * The test plays Kueue (spec.suspend) and kubelet (pod status), as
+ * test_appwrapper.c does, and waits for states with deadlines.
+ */
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "steadfast/awconfig.h"
+#include "steadfast/buf.h"
+#include "steadfast/cache.h"
+#include "steadfast/client.h"
+#include "steadfast/jdoc.h"
+#include "steadfast/log.h"
+#include "steadfast/manager.h"
+#include "steadfast/time.h"
+#include "steadfast/yaml.h"
+#include "tl.h"
+#include "tl_aw.h"
+#include "tl_ctl.h"
+
+#define DEFAULT_DIR "manifests/default"
+#define MANIFESTS_DIR "manifests"
+#define MAX_FILES 64
+#define MAX_DOCS 128
+#define SM_CRD_NAME "servicemonitors.monitoring.coreos.com"
+#define AW_LABEL "workload.codeflare.dev/appwrapper"
+
+/* ---- the kustomization reader ---- */
+
+typedef struct mdoc {
+	const char *file; /* the manifest file (points into mset.files) */
+	char *json;       /* minified (owned) */
+	char api_version[128];
+	char kind[64];
+	char name[254];
+	char ns[254];
+} mdoc;
+
+typedef struct mset {
+	size_t nfiles, ndocs;
+	char *files[MAX_FILES]; /* normalised paths from the repository root */
+	mdoc docs[MAX_DOCS];
+	char ns[254];          /* `namespace:` of manifests/default */
+	char image_name[254];  /* images[0].name of manifests/default */
+	char image_value[512]; /* what kustomize makes of it: newName:newTag */
+} mset;
+
+/* a/b/../c/./d -> a/c/d (lexically; the tree has no symlinks) */
+static void norm_join(const char *dir, const char *rel, char *out, size_t n)
+{
+	char tmp[1024], *parts[64], *save = NULL;
+	size_t np = 0;
+	snprintf(tmp, sizeof(tmp), "%s/%s", dir, rel);
+	for (char *t = strtok_r(tmp, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+		if (strcmp(t, ".") == 0)
+			continue;
+		if (strcmp(t, "..") == 0 && np > 0 && strcmp(parts[np - 1], "..") != 0) {
+			np--;
+			continue;
+		}
+		cr_assert(np < 64);
+		parts[np++] = t;
+	}
+	out[0] = '\0';
+	size_t len = 0;
+	for (size_t i = 0; i < np; i++)
+		len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s", i ? "/" : "",
+		                        parts[i]);
+	cr_assert(len < n, "path too long: %s/%s", dir, rel);
+}
+
+static int collect_doc(void *ud, size_t index, const char *json, size_t len)
+{
+	(void)index;
+	mset *m = ud;
+	cr_assert(m->ndocs < MAX_DOCS, "more than %d documents", MAX_DOCS);
+	mdoc *d = &m->docs[m->ndocs++];
+	d->file = m->files[m->nfiles - 1];
+	d->json = strndup(json, len);
+	cr_assert(d->json);
+	sf_jv root = sf_jv_root(d->json, len);
+	sf_jv_str(sf_jv_get(root, "apiVersion"), d->api_version, sizeof(d->api_version));
+	sf_jv_str(sf_jv_get(root, "kind"), d->kind, sizeof(d->kind));
+	sf_jv_str(sf_jv_path(root, "metadata.name"), d->name, sizeof(d->name));
+	sf_jv_str(sf_jv_path(root, "metadata.namespace"), d->ns, sizeof(d->ns));
+	cr_assert(d->api_version[0] && d->kind[0] && d->name[0],
+	          "%s: document %zu has no apiVersion, kind or metadata.name", d->file, index);
+	return 0;
+}
+
+static void add_file(mset *m, const char *path)
+{
+	for (size_t i = 0; i < m->nfiles; i++)
+		cr_assert(strcmp(m->files[i], path) != 0,
+		          "%s is listed twice (kustomize refuses that)", path);
+	cr_assert(m->nfiles < MAX_FILES);
+	m->files[m->nfiles++] = strdup(path);
+	char full[1024], err[512] = "";
+	tl_aw_src_path(path, full, sizeof(full));
+	int rc = sf_yaml_file_to_json(full, 0, collect_doc, m, err, sizeof(err));
+	cr_assert_eq(rc, 0, "%s: %s", path, err);
+}
+
+static int is_dir(const char *rel)
+{
+	char full[1024];
+	struct stat st;
+	tl_aw_src_path(rel, full, sizeof(full)); /* fails the test when missing */
+	return stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Reads dir/kustomization.yaml and everything its resources reach. */
+static void walk(mset *m, const char *dir, int depth)
+{
+	static const char *const known[] = {"apiVersion", "kind",   "resources",
+	                                    "namespace",  "images", NULL};
+	cr_assert(depth < 8, "kustomizations nested too deep at %s", dir);
+	char kpath[1024];
+	norm_join(dir, "kustomization.yaml", kpath, sizeof(kpath));
+	char *json = tl_aw_yaml_json(kpath);
+	sf_jv root = sf_jv_root(json, strlen(json));
+	cr_assert(sf_jv_streq(sf_jv_get(root, "apiVersion"), "kustomize.config.k8s.io/v1beta1") &&
+	              sf_jv_streq(sf_jv_get(root, "kind"), "Kustomization"),
+	          "%s is not a kustomize.config.k8s.io/v1beta1 Kustomization", kpath);
+	sf_jv_iter it = sf_jv_iter_init(root);
+	sf_jv key, val;
+	while (sf_jv_next(&it, &key, &val)) {
+		char k[64] = "";
+		sf_jv_str(key, k, sizeof(k));
+		int ok = 0;
+		for (size_t i = 0; known[i]; i++)
+			ok |= strcmp(k, known[i]) == 0;
+		cr_assert(ok, "%s: `%s` is a kustomize feature this reader does not model", kpath,
+		          k);
+	}
+	if (depth == 0) {
+		sf_jv_str(sf_jv_get(root, "namespace"), m->ns, sizeof(m->ns));
+		sf_jv img = sf_jv_path(root, "images[0]");
+		char nn[254] = "", nt[254] = "";
+		sf_jv_str(sf_jv_get(img, "name"), m->image_name, sizeof(m->image_name));
+		sf_jv_str(sf_jv_get(img, "newName"), nn, sizeof(nn));
+		sf_jv_str(sf_jv_get(img, "newTag"), nt, sizeof(nt));
+		snprintf(m->image_value, sizeof(m->image_value), "%s:%s",
+		         nn[0] ? nn : m->image_name, nt);
+	} else {
+		cr_assert(!sf_jv_ok(sf_jv_get(root, "images")),
+		          "%s: images only in manifests/default", kpath);
+	}
+	sf_jv res = sf_jv_get(root, "resources");
+	cr_assert(sf_jv_type(res) == SF_JSON_ARRAY && sf_jv_len(res) > 0, "%s: no resources list",
+	          kpath);
+	sf_jv_iter ri = sf_jv_iter_init(res);
+	while (sf_jv_next(&ri, NULL, &val)) {
+		char rel[512] = "", path[1024];
+		cr_assert(sf_jv_str(val, rel, sizeof(rel)) > 0, "%s: a resource is not a path",
+		          kpath);
+		cr_assert(!strstr(rel, "://"), "%s: remote resource %s", kpath, rel);
+		norm_join(dir, rel, path, sizeof(path));
+		if (is_dir(path))
+			walk(m, path, depth + 1);
+		else
+			add_file(m, path);
+	}
+	free(json);
+}
+
+static void mset_load(mset *m)
+{
+	memset(m, 0, sizeof(*m));
+	walk(m, DEFAULT_DIR, 0);
+	cr_assert(m->ns[0], DEFAULT_DIR "/kustomization.yaml sets no namespace");
+}
+
+static void mset_free(mset *m)
+{
+	for (size_t i = 0; i < m->ndocs; i++)
+		free(m->docs[i].json);
+	for (size_t i = 0; i < m->nfiles; i++)
+		free(m->files[i]);
+	memset(m, 0, sizeof(*m));
+}
+
+/* The one document of this kind; fails the test unless there is exactly one. */
+static const mdoc *only(const mset *m, const char *kind)
+{
+	const mdoc *f = NULL;
+	for (size_t i = 0; i < m->ndocs; i++)
+		if (strcmp(m->docs[i].kind, kind) == 0) {
+			cr_assert(!f, "two %s documents: %s/%s and %s/%s", kind, f->file, f->name,
+			          m->docs[i].file, m->docs[i].name);
+			f = &m->docs[i];
+		}
+	cr_assert(f, "no %s reachable from " DEFAULT_DIR, kind);
+	return f;
+}
+
+static sf_jv root_of(const mdoc *d)
+{
+	return sf_jv_root(d->json, strlen(d->json));
+}
+
+static int cluster_scoped(const char *kind)
+{
+	return strcmp(kind, "Namespace") == 0 || strcmp(kind, "CustomResourceDefinition") == 0 ||
+	       strcmp(kind, "ClusterRole") == 0 || strcmp(kind, "ClusterRoleBinding") == 0;
+}
+
+/* ---- small JSON helpers ---- */
+
+static int arr_has(sf_jv arr, const char *s)
+{
+	sf_jv_iter it = sf_jv_iter_init(arr);
+	sf_jv v;
+	while (sf_jv_next(&it, NULL, &v))
+		if (sf_jv_streq(v, s))
+			return 1;
+	return 0;
+}
+
+/* Every matchLabels pair of selector is among labels. */
+static int selects(sf_jv match_labels, sf_jv labels)
+{
+	if (sf_jv_len(match_labels) == 0)
+		return 0;
+	sf_jv_iter it = sf_jv_iter_init(match_labels);
+	sf_jv k, v;
+	while (sf_jv_next(&it, &k, &v)) {
+		char key[254] = "", want[254] = "";
+		sf_jv_str(k, key, sizeof(key));
+		sf_jv_str(v, want, sizeof(want));
+		if (!sf_jv_streq(sf_jv_get(labels, key), want))
+			return 0;
+	}
+	return 1;
+}
+
+/* The containerPort of the named port of container c. */
+static long container_port(sf_jv c, const char *name)
+{
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_get(c, "ports"));
+	sf_jv p;
+	while (sf_jv_next(&it, NULL, &p))
+		if (sf_jv_streq(sf_jv_get(p, "name"), name)) {
+			int64_t v = 0;
+			sf_jv_int64(sf_jv_get(p, "containerPort"), &v);
+			return (long)v;
+		}
+	return -1;
+}
+
+/* A probe's or Service's port: a number, or a name of c's ports. */
+static long port_of(sf_jv c, sf_jv port)
+{
+	int64_t v;
+	char name[64];
+	if (sf_jv_int64(port, &v) == 0)
+		return (long)v;
+	if (sf_jv_str(port, name, sizeof(name)) > 0)
+		return container_port(c, name);
+	return -1;
+}
+
+/* ":8081", "0.0.0.0:8081" -> 8081 */
+static long bind_port(const char *addr)
+{
+	const char *c = strrchr(addr, ':');
+	return c ? atol(c + 1) : -1;
+}
+
+/* The verbs a set of RBAC rules grants on group/resource, for the object
+ * `name` (rules with resourceNames count only when they name it). */
+static void verbs_for(sf_jv rules, const char *group, const char *resource, const char *name,
+                      char *out, size_t n)
+{
+	out[0] = '\0';
+	sf_jv_iter it = sf_jv_iter_init(rules);
+	sf_jv r;
+	while (sf_jv_next(&it, NULL, &r)) {
+		if (!arr_has(sf_jv_get(r, "apiGroups"), group) ||
+		    !arr_has(sf_jv_get(r, "resources"), resource))
+			continue;
+		sf_jv names = sf_jv_get(r, "resourceNames");
+		if (sf_jv_len(names) > 0 && !arr_has(names, name))
+			continue;
+		sf_jv_iter vi = sf_jv_iter_init(sf_jv_get(r, "verbs"));
+		sf_jv v;
+		while (sf_jv_next(&vi, NULL, &v)) {
+			char s[32] = "";
+			sf_jv_str(v, s, sizeof(s));
+			size_t l = strlen(out);
+			snprintf(out + l, n - l, " %s ", s);
+		}
+	}
+}
+
+static int has_verb(const char *verbs, const char *v)
+{
+	char pat[40];
+	snprintf(pat, sizeof(pat), " %s ", v);
+	return strstr(verbs, pat) != NULL;
+}
+
+/* The operator config of the ConfigMap (data["config.yaml"]), malloc'd. */
+static char *operator_config(const mset *m, const char *key)
+{
+	const mdoc *cm = only(m, "ConfigMap");
+	char *cfg = sf_jv_strdup(sf_jv_get(sf_jv_get(root_of(cm), "data"), key));
+	cr_assert(cfg, "ConfigMap %s has no data key %s", cm->name, key);
+	return cfg;
+}
+
+static char *write_temp(const char *prefix, const char *text)
+{
+	char *path = NULL;
+	cr_assert(asprintf(&path, "/tmp/%s-XXXXXX", prefix) > 0);
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
+	size_t len = strlen(text);
+	cr_assert_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	return path;
+}
+
+/* ---- suite state (one test per process: criterion forks) ---- */
+
+static tl_kube K;
+static int K_OPEN;
+static char CTLNS[64], AWNS[64], SUFFIX[32];
+static char CR_NAME[300], CRB_NAME[300];
+static int SM_CRD_CREATED;
+static sf_informer *AWS, *PODS, *JOBS, *EVENTS;
+static sf_kube_config *SA_CFG;
+static sf_kube_client *SA;
+static char *TMP_KUBECONFIG, *TMP_CONFIG;
+
+static void suite_init(void)
+{
+	sf_log_set_level(getenv("SF_DEBUG") ? SF_LOG_DEBUG : SF_LOG_WARN);
+}
+
+static void inf_stopped(void *ud)
+{
+	(*(int *)ud)--;
+}
+
+static void client_closed(void *ud)
+{
+	*(int *)ud = 1;
+}
+
+static long admin_delete(const sf_gvr *gvr, const char *ns, const char *name)
+{
+	tl_res r;
+	sf_kube_req q = {.method = "DELETE", .gvr = gvr, .ns = ns, .name = name};
+	tl_aw_do(&K, &q, &r);
+	long st = r.http_status;
+	tl_res_clear(&r);
+	return st;
+}
+
+static const sf_gvr GVR_CLUSTERROLES = {"rbac.authorization.k8s.io", "v1", "clusterroles", 0};
+static const sf_gvr GVR_CLUSTERROLEBINDINGS = {"rbac.authorization.k8s.io", "v1",
+                                               "clusterrolebindings", 0};
+static const sf_gvr GVR_SERVICEACCOUNTS = {"", "v1", "serviceaccounts", 1};
+static const sf_gvr GVR_SECRETS = {"", "v1", "secrets", 1};
+static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
+static const sf_gvr GVR_DEPLOYMENTS = {"apps", "v1", "deployments", 1};
+
+static void suite_fini(void)
+{
+	if (TMP_KUBECONFIG)
+		unlink(TMP_KUBECONFIG);
+	if (TMP_CONFIG)
+		unlink(TMP_CONFIG);
+	free(TMP_KUBECONFIG);
+	free(TMP_CONFIG);
+	TMP_KUBECONFIG = TMP_CONFIG = NULL;
+	if (!K_OPEN)
+		return;
+	tl_ctl_stop_all(&K.loop);
+	if (SA) {
+		int closed = 0;
+		sf_kube_client_close(SA, client_closed, &closed);
+		tl_run_until(&K.loop, &closed, 10000);
+		sf_kube_config_free(SA_CFG);
+		SA = NULL;
+	}
+	sf_informer *infs[] = {AWS, PODS, JOBS, EVENTS};
+	int n = 0;
+	for (size_t i = 0; i < 4; i++)
+		if (infs[i]) {
+			n++;
+			sf_informer_stop(infs[i], inf_stopped, &n);
+		}
+	while (n > 0)
+		uv_run(&K.loop, UV_RUN_ONCE);
+	for (size_t i = 0; i < 4; i++)
+		sf_informer_free(infs[i]);
+	AWS = PODS = JOBS = EVENTS = NULL;
+	if (AWNS[0])
+		tl_aw_namespace_delete(&K, AWNS);
+	if (CTLNS[0])
+		tl_aw_namespace_delete(&K, CTLNS);
+	if (CRB_NAME[0])
+		admin_delete(&GVR_CLUSTERROLEBINDINGS, NULL, CRB_NAME);
+	if (CR_NAME[0])
+		admin_delete(&GVR_CLUSTERROLES, NULL, CR_NAME);
+	if (SM_CRD_CREATED)
+		admin_delete(&SF_GVR_CRDS, NULL, SM_CRD_NAME);
+	tl_kube_close(&K);
+	K_OPEN = 0;
+}
+
+TestSuite(manifests, .init = suite_init, .fini = suite_fini, .timeout = 120);
+
+static void admin_open(void)
+{
+	tl_kube_open(&K, NULL, NULL);
+	K_OPEN = 1;
+}
+
+/* ---- a) the tree ---- */
+
+static void list_yaml_files(const char *rel, char **out, size_t *n)
+{
+	char full[1024];
+	tl_aw_src_path(rel, full, sizeof(full));
+	DIR *dh = opendir(full);
+	cr_assert(dh, "opendir %s", full);
+	struct dirent *e;
+	while ((e = readdir(dh))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char sub[1024];
+		snprintf(sub, sizeof(sub), "%s/%s", rel, e->d_name);
+		size_t l = strlen(e->d_name);
+		if (is_dir(sub)) {
+			list_yaml_files(sub, out, n);
+		} else if (l > 5 && strcmp(e->d_name + l - 5, ".yaml") == 0 &&
+		           strcmp(e->d_name, "kustomization.yaml") != 0) {
+			cr_assert(*n < MAX_FILES);
+			out[(*n)++] = strdup(sub);
+		}
+	}
+	closedir(dh);
+}
+
+Test(manifests, kustomization_reaches_every_manifest_once)
+{
+	mset m;
+	mset_load(&m);
+	static const char *const kinds[] = {"CustomResourceDefinition",
+	                                    "Namespace",
+	                                    "ServiceAccount",
+	                                    "ClusterRole",
+	                                    "ClusterRoleBinding",
+	                                    "Role",
+	                                    "RoleBinding",
+	                                    "ConfigMap",
+	                                    "Deployment",
+	                                    "PodDisruptionBudget",
+	                                    "Service",
+	                                    "ServiceMonitor",
+	                                    NULL};
+	for (size_t i = 0; kinds[i]; i++)
+		only(&m, kinds[i]);
+	cr_assert_eq(m.ndocs, 12, "%zu documents; expected one of each of 12 kinds", m.ndocs);
+
+	/* no manifest file is left out of the build */
+	char *all[MAX_FILES];
+	size_t nall = 0;
+	list_yaml_files(MANIFESTS_DIR, all, &nall);
+	for (size_t i = 0; i < nall; i++) {
+		int reached = 0;
+		for (size_t k = 0; k < m.nfiles; k++)
+			reached |= strcmp(all[i], m.files[k]) == 0;
+		cr_expect(reached, "%s is not reachable from " DEFAULT_DIR, all[i]);
+		free(all[i]);
+	}
+	cr_assert_eq(nall, m.nfiles, "%zu manifest files, %zu reached", nall, m.nfiles);
+
+	/* the files already say what kustomize would set */
+	for (size_t i = 0; i < m.ndocs; i++) {
+		const mdoc *d = &m.docs[i];
+		if (strcmp(d->kind, "Namespace") == 0)
+			cr_expect_str_eq(d->name, m.ns, "Namespace %s is not %s", d->name, m.ns);
+		else if (cluster_scoped(d->kind))
+			cr_expect_str_empty(d->ns, "%s %s is cluster-scoped but has namespace %s",
+			                    d->kind, d->name, d->ns);
+		else
+			cr_expect_str_eq(d->ns, m.ns, "%s: %s %s is in namespace '%s', not %s",
+			                 d->file, d->kind, d->name, d->ns, m.ns);
+	}
+	/* the images transform applies to the Deployment's container */
+	const mdoc *dep = only(&m, "Deployment");
+	char image[512] = "";
+	sf_jv_str(sf_jv_path(root_of(dep), "spec.template.spec.containers[0].image"), image,
+	          sizeof(image));
+	size_t nl = strlen(m.image_name);
+	cr_assert(nl > 0 && strncmp(image, m.image_name, nl) == 0 &&
+	              (image[nl] == ':' || image[nl] == '\0'),
+	          "the Deployment's image %s is not the images[0].name %s of " DEFAULT_DIR, image,
+	          m.image_name);
+	cr_assert_str_eq(image, m.image_value, "image %s, kustomize would make it %s", image,
+	                 m.image_value);
+	mset_free(&m);
+}
+
+/* ---- the Deployment against config, Service, RBAC ---- */
+
+Test(manifests, deployment_agrees_with_config_services_and_rbac)
+{
+	mset m;
+	mset_load(&m);
+	const mdoc *dep = only(&m, "Deployment"), *cm = only(&m, "ConfigMap");
+	const mdoc *sa = only(&m, "ServiceAccount"), *role = only(&m, "Role");
+	const mdoc *rb = only(&m, "RoleBinding"), *cr = only(&m, "ClusterRole");
+	const mdoc *crb = only(&m, "ClusterRoleBinding"), *svc = only(&m, "Service");
+	const mdoc *sm = only(&m, "ServiceMonitor"), *pdb = only(&m, "PodDisruptionBudget");
+	sf_jv d = root_of(dep);
+	sf_jv pod = sf_jv_path(d, "spec.template.spec");
+	sf_jv labels = sf_jv_path(d, "spec.template.metadata.labels");
+	cr_assert_eq(sf_jv_len(sf_jv_get(pod, "containers")), 1);
+	sf_jv c = sf_jv_path(pod, "containers[0]");
+
+	/* high availability */
+	int64_t replicas = 0, grace = 0;
+	sf_jv_int64(sf_jv_path(d, "spec.replicas"), &replicas);
+	cr_assert_eq(replicas, 3);
+	cr_assert(selects(sf_jv_path(d, "spec.selector.matchLabels"), labels));
+	int spread = 0;
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_get(pod, "topologySpreadConstraints"));
+	sf_jv t;
+	while (sf_jv_next(&it, NULL, &t))
+		spread |= sf_jv_streq(sf_jv_get(t, "topologyKey"), "kubernetes.io/hostname") &&
+		          sf_jv_streq(sf_jv_get(t, "whenUnsatisfiable"), "DoNotSchedule") &&
+		          selects(sf_jv_path(t, "labelSelector.matchLabels"), labels);
+	cr_assert(spread, "no hostname topology spread constraint selecting the pods");
+	cr_assert(selects(sf_jv_path(root_of(pdb), "spec.selector.matchLabels"), labels),
+	          "the PodDisruptionBudget does not select the pods");
+	sf_jv_int64(sf_jv_get(pod, "terminationGracePeriodSeconds"), &grace);
+	cr_assert(grace >= 15, "terminationGracePeriodSeconds %lld: too short for a release",
+	          (long long)grace);
+
+	/* the args, through the binary's own flag parser, with the config the
+	 * ConfigMap mounts where --config points */
+	char *cfg = operator_config(&m, "config.yaml");
+	TMP_CONFIG = write_temp("steadfast-config", cfg);
+	sf_jv vol = sf_jv_path(pod, "volumes[0]");
+	sf_jv mnt = sf_jv_path(c, "volumeMounts[0]");
+	cr_assert(sf_jv_streq(sf_jv_path(vol, "configMap.name"), cm->name),
+	          "the first volume is not ConfigMap %s", cm->name);
+	char vol_name[254] = "", mount_path[256] = "", want_config[300];
+	sf_jv_str(sf_jv_get(vol, "name"), vol_name, sizeof(vol_name));
+	cr_assert(vol_name[0] && sf_jv_streq(sf_jv_get(mnt, "name"), vol_name),
+	          "the first volumeMount is not the config volume");
+	sf_jv_str(sf_jv_get(mnt, "mountPath"), mount_path, sizeof(mount_path));
+	snprintf(want_config, sizeof(want_config), "--config=%s/config.yaml", mount_path);
+	char *argv[32];
+	int argc = 0, saw_config = 0;
+	argv[argc++] = "steadfast";
+	sf_jv_iter ai = sf_jv_iter_init(sf_jv_get(c, "args"));
+	sf_jv a;
+	char *held[64];
+	int nheld = 0;
+	while (sf_jv_next(&ai, NULL, &a)) {
+		cr_assert(argc < 30);
+		char *s = sf_jv_strdup(a);
+		cr_assert(s);
+		held[nheld++] = s;
+		if (strncmp(s, "--config", 8) == 0) {
+			cr_assert_str_eq(s, want_config, "--config does not name the mounted file");
+			saw_config = 1;
+			char *r = NULL;
+			cr_assert(asprintf(&r, "--config=%s", TMP_CONFIG) > 0);
+			held[nheld++] = r;
+			s = r;
+		}
+		argv[argc++] = s;
+	}
+	argv[argc] = NULL;
+	cr_assert(saw_config, "the Deployment does not pass --config");
+	sf_mgr_opts o;
+	sf_mgr_flags st;
+	char err[512] = "";
+	int rc = sf_mgr_flags_parse(argc, argv, &o, &st, err, sizeof(err));
+	cr_assert_eq(rc, 0, "the Deployment's args: %s", err);
+	cr_assert(o.leader_elect, "leader election is off");
+	cr_assert_null(o.watch_namespace, "--namespace: the ClusterRole would be too wide");
+
+	/* the election's namespace and identity come from the downward API */
+	int pod_name = 0, pod_ns = 0;
+	sf_jv_iter ei = sf_jv_iter_init(sf_jv_get(c, "env"));
+	sf_jv e;
+	while (sf_jv_next(&ei, NULL, &e)) {
+		sf_jv fp = sf_jv_path(e, "valueFrom.fieldRef.fieldPath");
+		pod_name |= sf_jv_streq(sf_jv_get(e, "name"), "POD_NAME") &&
+		            sf_jv_streq(fp, "metadata.name");
+		pod_ns |= sf_jv_streq(sf_jv_get(e, "name"), "POD_NAMESPACE") &&
+		          sf_jv_streq(fp, "metadata.namespace");
+	}
+	cr_assert(o.identity || pod_name, "no --identity and no POD_NAME from metadata.name");
+	cr_assert(o.lease_namespace || pod_ns,
+	          "no --leader-election-namespace and no POD_NAMESPACE from metadata.namespace");
+
+	/* probes and metrics on the ports the config binds */
+	long health = container_port(c, "health"), metrics = container_port(c, "metrics");
+	cr_assert_eq(health, bind_port(st.cfg.health_bind), "health port %ld, config binds %s",
+	             health, st.cfg.health_bind);
+	cr_assert_eq(metrics, bind_port(st.cfg.metrics_bind), "metrics port %ld, config binds %s",
+	             metrics, st.cfg.metrics_bind);
+	cr_assert(sf_jv_streq(sf_jv_path(c, "livenessProbe.httpGet.path"), "/healthz"));
+	cr_assert(sf_jv_streq(sf_jv_path(c, "readinessProbe.httpGet.path"), "/readyz"));
+	cr_assert_eq(port_of(c, sf_jv_path(c, "livenessProbe.httpGet.port")), health);
+	cr_assert_eq(port_of(c, sf_jv_path(c, "readinessProbe.httpGet.port")), health);
+	sf_jv s = root_of(svc);
+	cr_assert(selects(sf_jv_path(s, "spec.selector"), labels), "the Service selects no pod");
+	cr_assert_eq(port_of(c, sf_jv_path(s, "spec.ports[0].targetPort")), metrics);
+	char svc_port[64] = "";
+	sf_jv_str(sf_jv_path(s, "spec.ports[0].name"), svc_port, sizeof(svc_port));
+	sf_jv smr = root_of(sm);
+	cr_assert(
+	    selects(sf_jv_path(smr, "spec.selector.matchLabels"), sf_jv_path(s, "metadata.labels")),
+	    "the ServiceMonitor does not select the Service");
+	cr_assert(sf_jv_streq(sf_jv_path(smr, "spec.endpoints[0].port"), svc_port));
+	cr_assert(sf_jv_streq(sf_jv_path(smr, "spec.endpoints[0].path"), "/metrics"));
+
+	/* restricted security context, resources */
+	int b = 0;
+	cr_assert(sf_jv_bool(sf_jv_path(pod, "securityContext.runAsNonRoot"), &b) == 0 && b);
+	cr_assert(
+	    sf_jv_streq(sf_jv_path(pod, "securityContext.seccompProfile.type"), "RuntimeDefault"));
+	cr_assert(sf_jv_bool(sf_jv_path(c, "securityContext.readOnlyRootFilesystem"), &b) == 0 &&
+	          b);
+	cr_assert(sf_jv_bool(sf_jv_path(c, "securityContext.allowPrivilegeEscalation"), &b) == 0 &&
+	          !b);
+	cr_assert(arr_has(sf_jv_path(c, "securityContext.capabilities.drop"), "ALL"));
+	cr_assert(sf_jv_ok(sf_jv_path(c, "resources.requests.memory")) &&
+	          sf_jv_ok(sf_jv_path(c, "resources.requests.cpu")) &&
+	          sf_jv_ok(sf_jv_path(c, "resources.limits.memory")));
+
+	/* the ServiceAccount it runs as is the one bound, to these roles */
+	cr_assert(sf_jv_streq(sf_jv_get(pod, "serviceAccountName"), sa->name));
+	const mdoc *binds[] = {rb, crb};
+	const mdoc *roles[] = {role, cr};
+	for (size_t i = 0; i < 2; i++) {
+		sf_jv br = root_of(binds[i]);
+		cr_assert(sf_jv_streq(sf_jv_path(br, "roleRef.kind"), roles[i]->kind) &&
+		              sf_jv_streq(sf_jv_path(br, "roleRef.name"), roles[i]->name),
+		          "%s %s does not refer to %s %s", binds[i]->kind, binds[i]->name,
+		          roles[i]->kind, roles[i]->name);
+		cr_assert_eq(sf_jv_len(sf_jv_get(br, "subjects")), 1);
+		sf_jv sub = sf_jv_path(br, "subjects[0]");
+		cr_assert(sf_jv_streq(sf_jv_get(sub, "kind"), "ServiceAccount") &&
+		              sf_jv_streq(sf_jv_get(sub, "name"), sa->name) &&
+		              sf_jv_streq(sf_jv_get(sub, "namespace"), sa->ns),
+		          "%s %s is not bound to ServiceAccount %s/%s", binds[i]->kind,
+		          binds[i]->name, sa->ns, sa->name);
+	}
+
+	/* the Role covers the Lease the flags select, and nothing destructive */
+	const char *lease = o.lease_name ? o.lease_name : SF_MGR_DEFAULT_LEASE;
+	char verbs[256];
+	verbs_for(sf_jv_get(root_of(role), "rules"), "coordination.k8s.io", "leases", lease, verbs,
+	          sizeof(verbs));
+	static const char *const need[] = {"create", "get", "update", "list", "watch", NULL};
+	for (size_t i = 0; need[i]; i++)
+		cr_assert(has_verb(verbs, need[i]), "the Role does not allow %s on Lease %s (%s)",
+		          need[i], lease, verbs);
+	cr_assert(!has_verb(verbs, "delete") && !has_verb(verbs, "patch"), "%s", verbs);
+	verbs_for(sf_jv_get(root_of(role), "rules"), "coordination.k8s.io", "leases",
+	          "someone-elses-lease", verbs, sizeof(verbs));
+	cr_assert_str_eq(verbs, " create ", "other Leases: %s", verbs);
+
+	/* least privilege, coarsely: no wildcard, no secrets, in any rule */
+	const mdoc *all_roles[] = {role, cr};
+	for (size_t i = 0; i < 2; i++) {
+		const char *j = all_roles[i]->json;
+		cr_assert(!strstr(j, "\"*\""), "%s %s has a wildcard", all_roles[i]->kind,
+		          all_roles[i]->name);
+		cr_assert(!strstr(j, "\"secrets\""), "%s %s grants secrets", all_roles[i]->kind,
+		          all_roles[i]->name);
+	}
+	for (int i = 0; i < nheld; i++)
+		free(held[i]);
+	free(cfg);
+	mset_free(&m);
+}
+
+/* ---- b) server-side dry run ---- */
+
+static const char *SM_CRD =
+    "apiVersion: apiextensions.k8s.io/v1\n"
+    "kind: CustomResourceDefinition\n"
+    "metadata:\n"
+    "  name: " SM_CRD_NAME "\n"
+    "spec:\n"
+    "  group: monitoring.coreos.com\n"
+    "  scope: Namespaced\n"
+    "  names: {plural: servicemonitors, singular: servicemonitor, kind: ServiceMonitor,\n"
+    "          listKind: ServiceMonitorList}\n"
+    "  versions:\n"
+    "  - name: v1\n"
+    "    served: true\n"
+    "    storage: true\n"
+    "    schema:\n"
+    "      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n";
+
+typedef struct resolve_wait {
+	int done, err;
+} resolve_wait;
+
+static void on_resolved(void *ud, int err, const char *errmsg, const sf_gvr *gvr)
+{
+	(void)errmsg;
+	(void)gvr;
+	resolve_wait *w = ud;
+	w->err = err;
+	w->done = 1;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	*(int *)t->data = 1;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	*(int *)h->data = 1;
+}
+
+/* Discovery serves a CRD a moment after it is Established: ask again every
+ * 100 ms until it does, within timeout_ms. */
+static void wait_resolvable(const char *api_version, const char *kind, long timeout_ms)
+{
+	int64_t deadline = sf_mono_ns() + (int64_t)timeout_ms * 1000000;
+	for (;;) {
+		resolve_wait w = {0};
+		cr_assert_eq(sf_kube_resolve(K.client, api_version, kind, on_resolved, &w), 0);
+		cr_assert_eq(tl_run_until(&K.loop, &w.done, 30000), 0, "discovery did not answer");
+		if (w.err == 0)
+			return;
+		cr_assert(sf_mono_ns() < deadline, "%s %s not served by discovery within %ld ms",
+		          api_version, kind, timeout_ms);
+		uv_timer_t t;
+		int fired = 0, closed = 0;
+		uv_timer_init(&K.loop, &t);
+		t.data = &fired;
+		uv_timer_start(&t, on_tick, 100, 0);
+		tl_run_until(&K.loop, &fired, 1000);
+		t.data = &closed;
+		uv_close((uv_handle_t *)&t, on_timer_closed);
+		tl_run_until(&K.loop, &closed, 1000);
+	}
+}
+
+/* Creates the stand-in ServiceMonitor CRD unless one exists (a real one is
+ * left alone), and waits until the kind is served. */
+static void install_servicemonitor_crd(void)
+{
+	char err[256] = "";
+	char *json = sf_yaml_one_to_json(SM_CRD, strlen(SM_CRD), err, sizeof(err));
+	cr_assert(json, "%s", err);
+	tl_res r;
+	sf_kube_req q = {
+	    .method = "POST", .gvr = &SF_GVR_CRDS, .body = json, .body_len = strlen(json)};
+	tl_aw_do(&K, &q, &r);
+	cr_assert(r.http_status == 201 || r.http_status == 409, "create %s: %ld %s", SM_CRD_NAME,
+	          r.http_status, r.message);
+	SM_CRD_CREATED = r.http_status == 201;
+	tl_res_clear(&r);
+	free(json);
+	tl_aw_wait_established(&K, SM_CRD_NAME, 60000);
+	wait_resolvable("monitoring.coreos.com/v1", "ServiceMonitor", 30000);
+}
+
+/* Creates (or updates) one document for real; json is rewritten first by
+ * the caller when needed. Returns the HTTP status. */
+static long apply_json(const char *ns, const char *json, const char *query)
+{
+	char *text = NULL;
+	cr_assert(asprintf(&text, "%s\n", json) > 0); /* a newline: YAML text, not a path */
+	tl_aw_applied a;
+	tl_aw_apply_opts opts = {.query = query, .allow_fail = 1};
+	tl_aw_apply_yaml(&K, ns, text, &opts, &a);
+	cr_assert_eq(a.n, 1);
+	long st = a.docs[0].http_status;
+	cr_assert(st >= 200 && st < 300, "%s %s: %ld %s %s", a.docs[0].kind, a.docs[0].name, st,
+	          a.docs[0].reason, a.docs[0].message);
+	tl_aw_applied_clear(&a);
+	free(text);
+	return st;
+}
+
+Test(manifests, every_manifest_passes_a_server_side_dry_run)
+{
+	mset m;
+	mset_load(&m);
+	admin_open();
+	tl_aw_install_crd(&K);
+	install_servicemonitor_crd();
+	/* the namespace for real, so the namespaced documents have a home */
+	apply_json(NULL, only(&m, "Namespace")->json, NULL);
+
+	size_t checked = 0;
+	for (size_t f = 0; f < m.nfiles; f++) {
+		tl_aw_applied a;
+		tl_aw_apply_opts opts = {.query = "dryRun=All", .allow_fail = 1};
+		tl_aw_apply_yaml(&K, NULL, m.files[f], &opts, &a);
+		for (size_t i = 0; i < a.n; i++) {
+			const tl_aw_doc *d = &a.docs[i];
+			cr_expect(d->http_status >= 200 && d->http_status < 300 && d->obj,
+			          "%s: %s %s: %ld %s %s", m.files[f], d->kind, d->name,
+			          d->http_status, d->reason, d->message);
+			checked++;
+		}
+		tl_aw_applied_clear(&a);
+	}
+	cr_assert_eq(checked, m.ndocs, "%zu documents sent, %zu read", checked, m.ndocs);
+	/* a dry run persists nothing */
+	const mdoc *dep = only(&m, "Deployment");
+	tl_res r;
+	sf_kube_req q = {
+	    .method = "GET", .gvr = &GVR_DEPLOYMENTS, .ns = dep->ns, .name = dep->name};
+	tl_aw_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 404, "Deployment %s/%s exists after a dry run: %ld", dep->ns,
+	             dep->name, r.http_status);
+	tl_res_clear(&r);
+	mset_free(&m);
+}
+
+/* ---- c) the RBAC, for real ---- */
+
+static void fmt_suffixed(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s-%s", name, SUFFIX);
+}
+
+/* The document moved to namespace ns for this run: namespaced objects into
+ * ns (the Namespace itself renamed to ns), cluster-scoped names (and a
+ * ClusterRoleBinding's roleRef) suffixed, ServiceAccount subjects into ns. */
+static char *relocate(const mdoc *d, const char *ns)
+{
+	char err[256] = "", name[600];
+	sf_jd *root = sf_jd_parse(d->json, strlen(d->json), err, sizeof(err));
+	cr_assert(root, "%s: %s", d->file, err);
+	sf_jd *md = sf_jd_obj_member(root, "metadata");
+	cr_assert(md);
+	if (strcmp(d->kind, "Namespace") == 0) {
+		cr_assert_eq(sf_jd_set_str(md, "name", ns), 0);
+	} else if (!cluster_scoped(d->kind)) {
+		cr_assert_eq(sf_jd_set_str(md, "namespace", ns), 0);
+	} else {
+		fmt_suffixed(name, sizeof(name), d->name);
+		cr_assert_eq(sf_jd_set_str(md, "name", name), 0);
+	}
+	if (strcmp(d->kind, "ClusterRoleBinding") == 0) {
+		sf_jd *rr = sf_jd_get(root, "roleRef");
+		const char *n = sf_jd_str(sf_jd_get(rr, "name"), NULL);
+		cr_assert(n);
+		fmt_suffixed(name, sizeof(name), n);
+		cr_assert_eq(sf_jd_set_str(rr, "name", name), 0);
+	}
+	sf_jd *subs = sf_jd_get(root, "subjects");
+	for (size_t i = 0; i < sf_jd_len(subs); i++) {
+		sf_jd *s = sf_jd_at(subs, i, NULL);
+		const char *k = sf_jd_str(sf_jd_get(s, "kind"), NULL);
+		if (k && strcmp(k, "ServiceAccount") == 0)
+			cr_assert_eq(sf_jd_set_str(s, "namespace", ns), 0);
+	}
+	char *out = sf_jd_dump(root);
+	cr_assert(out);
+	sf_jd_free(root);
+	return out;
+}
+
+static char *mint_token(const char *ns, const char *sa)
+{
+	static const char body[] = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":"
+	                           "\"TokenRequest\",\"spec\":{\"expirationSeconds\":3600}}";
+	tl_res r;
+	sf_kube_req q = {.method = "POST",
+	                 .gvr = &GVR_SERVICEACCOUNTS,
+	                 .ns = ns,
+	                 .name = sa,
+	                 .subresource = "token",
+	                 .body = body,
+	                 .body_len = strlen(body)};
+	tl_aw_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 201, "TokenRequest for %s/%s: %ld %s", ns, sa, r.http_status,
+	             r.message);
+	char *tok = sf_jv_strdup(sf_jv_path(sf_obj_root(r.obj), "status.token"));
+	cr_assert(tok && tok[0], "TokenRequest answered without a token");
+	tl_res_clear(&r);
+	return tok;
+}
+
+/* A request with the ServiceAccount's token (on the admin loop, so the
+ * controller's log pipe keeps being read). */
+static long sa_do(const sf_kube_req *q, tl_res *r)
+{
+	memset(r, 0, sizeof(*r));
+	cr_assert_eq(sf_kube_do(SA, q, tl_res_cb, r, NULL), 0);
+	tl_aw_wait(&K.loop, r, 30000);
+	return r->http_status;
+}
+
+static long sa_status(const sf_kube_req *q)
+{
+	tl_res r;
+	long st = sa_do(q, &r);
+	tl_res_clear(&r);
+	return st;
+}
+
+static sf_informer *watch_ns(const sf_gvr *gvr, const char *ns)
+{
+	sf_informer *inf = NULL;
+	sf_informer_opts o = {.reflector = {.gvr = gvr, .ns = ns}};
+	cr_assert_eq(sf_informer_new(&K.loop, K.client, &o, &inf), 0);
+	cr_assert_eq(sf_informer_start(inf), 0);
+	return inf;
+}
+
+static int all_synced(void *ud)
+{
+	(void)ud;
+	return sf_informer_synced(AWS) && sf_informer_synced(PODS) && sf_informer_synced(JOBS) &&
+	       sf_informer_synced(EVENTS);
+}
+
+static sf_obj *aw_cached(const char *name)
+{
+	return sf_store_get_ns(sf_informer_store(AWS), AWNS, name);
+}
+
+static void dump_aw(const char *name)
+{
+	sf_obj *o = aw_cached(name);
+	fprintf(stderr, "AppWrapper %s/%s: %s\n", AWNS, name, o ? o->json : "(absent)");
+}
+
+typedef struct phase_wait {
+	const char *name, *phase;
+} phase_wait;
+
+static int has_phase(void *ud)
+{
+	phase_wait *w = ud;
+	sf_obj *o = aw_cached(w->name);
+	return o && sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), w->phase);
+}
+
+static void wait_phase(const char *name, const char *phase, long timeout_ms)
+{
+	phase_wait w = {name, phase};
+	if (tl_run_until_fn(&K.loop, has_phase, &w, timeout_ms) != 0) {
+		dump_aw(name);
+		cr_assert_fail("%s did not reach phase %s within %ld ms", name, phase, timeout_ms);
+	}
+}
+
+typedef struct cond_wait {
+	const char *name, *type, *status;
+} cond_wait;
+
+static int cond_is(void *ud)
+{
+	cond_wait *w = ud;
+	sf_obj *o = aw_cached(w->name);
+	char st[16];
+	return o &&
+	       tl_aw_condition(sf_jv_path(sf_obj_root(o), "status.conditions"), w->type, st,
+	                       sizeof(st)) == 0 &&
+	       strcmp(st, w->status) == 0;
+}
+
+static void wait_cond(const char *name, const char *type, const char *status, long timeout_ms)
+{
+	cond_wait w = {name, type, status};
+	if (tl_run_until_fn(&K.loop, cond_is, &w, timeout_ms) != 0) {
+		dump_aw(name);
+		cr_assert_fail("%s: %s did not become %s within %ld ms", name, type, status,
+		               timeout_ms);
+	}
+}
+
+static int aw_absent(void *ud)
+{
+	return aw_cached(ud) == NULL;
+}
+
+static long admin_req(const char *method, const sf_gvr *gvr, const char *name, const char *sub,
+                      const char *body)
+{
+	tl_res r;
+	sf_kube_req q = {.method = method,
+	                 .gvr = gvr,
+	                 .ns = AWNS,
+	                 .name = name,
+	                 .subresource = sub,
+	                 .body = body,
+	                 .body_len = body ? strlen(body) : 0,
+	                 .content_type =
+	                     strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL};
+	tl_aw_do(&K, &q, &r);
+	long st = r.http_status;
+	tl_res_clear(&r);
+	return st;
+}
+
+typedef struct label_count {
+	const char *aw;
+	int n;
+	char name[254]; /* a live one */
+} label_count;
+
+static int count_visit(void *ud, sf_obj *o)
+{
+	label_count *c = ud;
+	if (!sf_jv_streq(sf_jv_get(sf_jv_path(sf_obj_root(o), "metadata.labels"), AW_LABEL), c->aw))
+		return 0;
+	c->n++;
+	if (!sf_jv_ok(sf_jv_path(sf_obj_root(o), "metadata.deletionTimestamp")))
+		snprintf(c->name, sizeof(c->name), "%s", o->name);
+	return 0;
+}
+
+static label_count labelled(sf_informer *inf, const char *aw)
+{
+	label_count c = {.aw = aw};
+	sf_store_each(sf_informer_store(inf), count_visit, &c);
+	return c;
+}
+
+static int pod_live(void *ud)
+{
+	return labelled(PODS, ud).name[0] != '\0';
+}
+
+static int all_gone(void *ud)
+{
+	return labelled(PODS, ud).n == 0 && labelled(JOBS, ud).n == 0;
+}
+
+static void wait_all_gone(const char *aw, long timeout_ms)
+{
+	if (tl_run_until_fn(&K.loop, all_gone, (void *)aw, timeout_ms) != 0) {
+		dump_aw(aw);
+		cr_assert_fail("components/pods of %s still there after %ld ms (pods %d, jobs %d)",
+		               aw, timeout_ms, labelled(PODS, aw).n, labelled(JOBS, aw).n);
+	}
+}
+
+/* kubelet: pod phase, and for a terminated container its exit code. */
+static void kubelet(const char *pod, const char *phase, int exit_code)
+{
+	char body[2048], ts[40];
+	sf_time_rfc3339(sf_wall_ns(), ts, sizeof(ts));
+	if (strcmp(phase, "Running") == 0)
+		snprintf(
+		    body, sizeof(body),
+		    "{\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\",\"conditions\":[{"
+		    "\"type\":\"Ready\",\"status\":\"True\"}],\"containerStatuses\":[{\"name\":"
+		    "\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":true,"
+		    "\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"%s\"}}}]}}",
+		    ts, ts);
+	else
+		snprintf(
+		    body, sizeof(body),
+		    "{\"status\":{\"phase\":\"%s\",\"startTime\":\"%s\",\"containerStatuses\":[{"
+		    "\"name\":\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":false,"
+		    "\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":%d,\"reason\":"
+		    "\"%s\",\"startedAt\":\"%s\",\"finishedAt\":\"%s\"}}}]}}",
+		    phase, ts, exit_code, exit_code ? "Error" : "Completed", ts, ts);
+	long st = admin_req("PATCH", &SF_GVR_PODS, pod, "status", body);
+	cr_assert_eq(st, 200, "kubelet patch of %s: %ld", pod, st);
+}
+
+typedef struct ev_find {
+	const char *aw, *needle;
+	int found, warning;
+} ev_find;
+
+static int ev_visit(void *ud, sf_obj *o)
+{
+	ev_find *f = ud;
+	sf_jv e = sf_obj_root(o);
+	char msg[1100] = "";
+	if (!sf_jv_streq(sf_jv_path(e, "involvedObject.kind"), "AppWrapper") ||
+	    !sf_jv_streq(sf_jv_path(e, "involvedObject.name"), f->aw))
+		return 0;
+	sf_jv_str(sf_jv_get(e, "message"), msg, sizeof(msg));
+	if (strstr(msg, f->needle)) {
+		f->found = 1;
+		f->warning = sf_jv_streq(sf_jv_get(e, "type"), "Warning");
+		return 1;
+	}
+	return 0;
+}
+
+static int ev_found(void *ud)
+{
+	sf_store_each(sf_informer_store(EVENTS), ev_visit, ud);
+	return ((ev_find *)ud)->found;
+}
+
+static size_t collect_body(char *p, size_t sz, size_t n, void *ud)
+{
+	sf_buf_append(ud, p, sz * n);
+	return sz * n;
+}
+
+/* A blocking GET of http://127.0.0.1:port/path: status, body into b. */
+static long http_get(int port, const char *path, sf_buf *b)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	CURL *h = curl_easy_init();
+	cr_assert(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+	long code = 0;
+	CURLcode rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
+	return code;
+}
+
+/* What the ServiceAccount did, from the audit log (from byte `from` on):
+ * the distinct "verb group/resource[/subresource] ok|403" answers it got,
+ * and how many of its requests were refused with 403. The test cluster
+ * audits leases, appwrappers, jobs, pods, configmaps (and events), so
+ * only those show here. */
+typedef struct audit_seen {
+	size_t n, forbidden;
+	char items[96][160];
+} audit_seen;
+
+static void audit_scan(const char *user, long from, audit_seen *a)
+{
+	memset(a, 0, sizeof(*a));
+	const char *path = tl_env("STEADFAST_AUDIT_LOG");
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "open %s", path);
+	cr_assert_eq(fseek(f, from, SEEK_SET), 0);
+	char pat[512];
+	snprintf(pat, sizeof(pat), "\"username\":\"%s\"", user);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		/* a watch still open has only its ResponseStarted line */
+		if (!strstr(line, pat) || (!strstr(line, "\"stage\":\"ResponseComplete\"") &&
+		                           !strstr(line, "\"stage\":\"ResponseStarted\"")))
+			continue;
+		sf_buf min;
+		sf_buf_init(&min, 0);
+		char err[128];
+		if (sf_json_minify(line, (size_t)len, &min, err, sizeof(err)) != 0) {
+			sf_buf_free(&min);
+			continue;
+		}
+		sf_jv ev = sf_jv_root(min.data, min.len);
+		char verb[32] = "", group[128] = "", res[64] = "", sub[64] = "", item[160];
+		int64_t code = 0;
+		sf_jv_str(sf_jv_get(ev, "verb"), verb, sizeof(verb));
+		sf_jv_str(sf_jv_path(ev, "objectRef.apiGroup"), group, sizeof(group));
+		sf_jv_str(sf_jv_path(ev, "objectRef.resource"), res, sizeof(res));
+		sf_jv_str(sf_jv_path(ev, "objectRef.subresource"), sub, sizeof(sub));
+		sf_jv_int64(sf_jv_path(ev, "responseStatus.code"), &code);
+		sf_buf_free(&min);
+		if (code == 403)
+			a->forbidden++;
+		snprintf(item, sizeof(item), "%s %s/%s%s%s %s", verb, group, res, sub[0] ? "/" : "",
+		         sub, code == 403 ? "403" : "ok");
+		int dup = 0;
+		for (size_t i = 0; i < a->n; i++)
+			dup |= strcmp(a->items[i], item) == 0;
+		if (!dup && a->n < 96)
+			snprintf(a->items[a->n++], sizeof(a->items[0]), "%s", item);
+	}
+	free(line);
+	fclose(f);
+}
+
+static int audit_has(const audit_seen *a, const char *item)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->items[i], item) == 0)
+			return 1;
+	return 0;
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+static const char *JOB_AW =
+    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "\"name\":\"rbac-job\"},\"spec\":{\"suspend\":false,\"components\":[{\"template\":{"
+    "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"rbac-job\"},"
+    "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+    "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"command\":[\"true\"]}]}}}}}]}}";
+
+static const char *POD_AW =
+    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "\"name\":\"rbac-pod\",\"annotations\":{\"workload.codeflare.dev.appwrapper/retryLimit\":"
+    "\"0\",\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\"}},\"spec\":{"
+    "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+    "\"metadata\":{\"name\":\"rbac-pod\"},\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{"
+    "\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}";
+
+/* The Deployment's pod, as a Pod in namespace ns (for a dry run through
+ * Pod Security admission); weaken drops its security settings. */
+static char *deployment_pod(const mdoc *dep, const char *ns, int weaken)
+{
+	char err[256] = "";
+	sf_jd *d = sf_jd_parse(dep->json, strlen(dep->json), err, sizeof(err));
+	cr_assert(d, "%s", err);
+	sf_jd *spec = sf_jd_clone(sf_jd_path(d, "spec.template.spec"));
+	cr_assert(spec);
+	if (weaken) {
+		sf_jd_del(sf_jd_get(spec, "securityContext"), "runAsNonRoot");
+		sf_jd_del(sf_jd_path(spec, "containers[0]"), "securityContext");
+	}
+	sf_jd *pod = sf_jd_new_obj();
+	sf_jd *md = sf_jd_obj_member(pod, "metadata");
+	cr_assert(pod && md);
+	sf_jd_set_str(pod, "apiVersion", "v1");
+	sf_jd_set_str(pod, "kind", "Pod");
+	sf_jd_set_str(md, "name", weaken ? "steadfast-pss-weakened" : "steadfast-pss-check");
+	sf_jd_set_str(md, "namespace", ns);
+	sf_jd_set(pod, "spec", spec);
+	char *out = sf_jd_dump(pod);
+	cr_assert(out);
+	sf_jd_free(pod);
+	sf_jd_free(d);
+	return out;
+}
+
+static long post_dry_run(const sf_gvr *gvr, const char *ns, const char *json, tl_res *r)
+{
+	sf_kube_req q = {.method = "POST",
+	                 .gvr = gvr,
+	                 .ns = ns,
+	                 .query = "dryRun=All",
+	                 .body = json,
+	                 .body_len = strlen(json)};
+	tl_aw_do(&K, &q, r);
+	return r->http_status;
+}
+
+Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout = 240)
+{
+	mset m;
+	mset_load(&m);
+	admin_open();
+	tl_aw_install_crd(&K);
+	snprintf(SUFFIX, sizeof(SUFFIX), "%04x%04x", (unsigned)rand() & 0xffff,
+	         (unsigned)(sf_mono_ns() & 0xffff));
+	snprintf(CTLNS, sizeof(CTLNS), "sfctl-%s", SUFFIX);
+	const mdoc *sa = only(&m, "ServiceAccount");
+	const char *lease = SF_MGR_DEFAULT_LEASE; /* the Deployment's: see the test above */
+
+	/* the controller namespace, from the manifest (its Pod Security labels
+	 * included), and the RBAC objects for real */
+	char *j = relocate(only(&m, "Namespace"), CTLNS);
+	apply_json(NULL, j, NULL);
+	free(j);
+	tl_aw_namespace(&K, "sfaw", AWNS, sizeof(AWNS));
+	fmt_suffixed(CR_NAME, sizeof(CR_NAME), only(&m, "ClusterRole")->name);
+	fmt_suffixed(CRB_NAME, sizeof(CRB_NAME), only(&m, "ClusterRoleBinding")->name);
+	static const char *const rbac[] = {
+	    "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", NULL};
+	for (size_t i = 0; rbac[i]; i++) {
+		j = relocate(only(&m, rbac[i]), CTLNS);
+		cr_assert_eq(apply_json(CTLNS, j, NULL), 201, "%s was not created", rbac[i]);
+		free(j);
+	}
+
+	/* the Deployment's pod passes the namespace's Pod Security level, and
+	 * the level is really enforced (a weakened pod is refused) */
+	tl_res r;
+	j = deployment_pod(only(&m, "Deployment"), CTLNS, 0);
+	cr_assert_eq(post_dry_run(&SF_GVR_PODS, CTLNS, j, &r), 201,
+	             "the Deployment's pod in %s: %ld %s", CTLNS, r.http_status, r.message);
+	tl_res_clear(&r);
+	free(j);
+	j = deployment_pod(only(&m, "Deployment"), CTLNS, 1);
+	cr_assert_eq(post_dry_run(&SF_GVR_PODS, CTLNS, j, &r), 403,
+	             "a pod without runAsNonRoot and container securityContext: %ld %s",
+	             r.http_status, r.message);
+	cr_assert(strstr(r.message, "PodSecurity"), "%s", r.message);
+	tl_res_clear(&r);
+	free(j);
+
+	/* a kubeconfig with a token of the ServiceAccount */
+	char *tok = mint_token(CTLNS, sa->name);
+	char *kc = NULL;
+	cr_assert(
+	    asprintf(&kc,
+	             "apiVersion: v1\nkind: Config\nclusters:\n- name: steadfast\n  cluster:\n"
+	             "    server: %s\n    certificate-authority: %s\nusers:\n- name: sa\n"
+	             "  user:\n    token: %s\ncontexts:\n- name: sa\n  context:\n"
+	             "    cluster: steadfast\n    user: sa\n    namespace: %s\n"
+	             "current-context: sa\n",
+	             tl_env("STEADFAST_APISERVER"), tl_env("STEADFAST_CA"), tok, CTLNS) > 0);
+	TMP_KUBECONFIG = write_temp("steadfast-sa-kubeconfig", kc);
+	free(kc);
+	free(tok);
+	char err[512] = "";
+	cr_assert_eq(sf_kube_config_load(TMP_KUBECONFIG, NULL, &SA_CFG, err, sizeof(err)), 0, "%s",
+	             err);
+	cr_assert_eq(sf_kube_client_new(&K.loop, SA_CFG, NULL, &SA), 0);
+	char user[400];
+	snprintf(user, sizeof(user), "system:serviceaccount:%s:%s", CTLNS, sa->name);
+	static const char ssr[] =
+	    "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}";
+	sf_kube_req who = {.method = "POST",
+	                   .path = "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+	                   .body = ssr,
+	                   .body_len = strlen(ssr)};
+	cr_assert_eq(sa_do(&who, &r), 201, "SelfSubjectReview: %ld %s", r.http_status, r.message);
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(r.obj), "status.userInfo.username"), user),
+	          "the token is not %s's: %s", user, r.obj->json);
+	tl_res_clear(&r);
+
+	/* the controller with that token and the ConfigMap's config */
+	char *cfg = operator_config(&m, "config.yaml");
+	TMP_CONFIG = write_temp("steadfast-config", cfg);
+	free(cfg);
+	AWS = watch_ns(&TL_AW_GVR, AWNS);
+	PODS = watch_ns(&SF_GVR_PODS, AWNS);
+	JOBS = watch_ns(&SF_GVR_JOBS, AWNS);
+	EVENTS = watch_ns(&SF_GVR_EVENTS, AWNS);
+	cr_assert_eq(tl_run_until_fn(&K.loop, all_synced, NULL, 10000), 0);
+	long audit_from = file_size(tl_env("STEADFAST_AUDIT_LOG"));
+	const char *extra[] = {"--leader-election-namespace", CTLNS, NULL};
+	tl_ctl_opts co = {.ns = AWNS,
+	                  .lease = lease,
+	                  .id = "manifests-rbac",
+	                  .kubeconfig = TMP_KUBECONFIG,
+	                  .config = TMP_CONFIG,
+	                  .extra = extra};
+	tl_ctl *c = tl_ctl_start(&K.loop, &co);
+	if (tl_ctl_wait_log(&K.loop, c, "leader work starting", 0, 30000) < 0) {
+		tl_ctl_dump(c, 40);
+		cr_assert_fail("the controller did not start leading within 30 s");
+	}
+	sf_kube_req lq = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = CTLNS, .name = lease};
+	tl_aw_do(&K, &lq, &r);
+	cr_assert_eq(r.http_status, 200);
+	cr_assert(
+	    sf_jv_streq(sf_jv_path(sf_obj_root(r.obj), "spec.holderIdentity"), "manifests-rbac"),
+	    "%s", r.obj->json);
+	tl_res_clear(&r);
+
+	/* the probe and scrape paths of the manifests answer */
+	int hport = tl_ctl_port(&K.loop, c, "health"), mport = tl_ctl_port(&K.loop, c, "metrics");
+	sf_buf body;
+	sf_buf_init(&body, 0);
+	cr_assert_eq(http_get(hport, "/healthz", &body), 200);
+	cr_assert_eq(http_get(hport, "/readyz", &body), 200);
+	body.len = 0;
+	cr_assert_eq(http_get(mport, "/metrics", &body), 200);
+	sf_buf_putc(&body, '\0');
+	cr_assert(strstr(body.data, "leader_election_master_status"), "%.400s", body.data);
+	sf_buf_free(&body);
+
+	/* a Job AppWrapper: suspended for Kueue, admitted, Running, Succeeded */
+	cr_assert_eq(admin_req("POST", &TL_AW_GVR, NULL, NULL, JOB_AW), 201);
+	wait_phase("rbac-job", "Suspended", 20000);
+	sf_jv aw = sf_obj_root(aw_cached("rbac-job"));
+	cr_assert_eq(sf_jv_type(sf_jv_path(aw, "spec.suspend")), SF_JSON_TRUE, "not suspended");
+	cr_assert_eq(
+	    admin_req("PATCH", &TL_AW_GVR, "rbac-job", NULL, "{\"spec\":{\"suspend\":false}}"),
+	    200);
+	wait_phase("rbac-job", "Running", 20000);
+	aw = sf_obj_root(aw_cached("rbac-job"));
+	cr_assert(
+	    arr_has(sf_jv_path(aw, "metadata.finalizers"), "workload.codeflare.dev/finalizer"),
+	    "no finalizer on the running AppWrapper");
+	if (tl_run_until_fn(&K.loop, pod_live, "rbac-job", 20000) != 0) {
+		dump_aw("rbac-job");
+		cr_assert_fail("the Job made no pod");
+	}
+	char pod[254];
+	snprintf(pod, sizeof(pod), "%s", labelled(PODS, "rbac-job").name);
+	kubelet(pod, "Running", 0);
+	wait_cond("rbac-job", "PodsReady", "True", 20000);
+	kubelet(pod, "Succeeded", 0);
+	wait_phase("rbac-job", "Succeeded", 20000);
+
+	/* deletion: the finalizer goes after the components */
+	cr_assert_eq(admin_req("DELETE", &TL_AW_GVR, "rbac-job", NULL, NULL), 200);
+	if (tl_run_until_fn(&K.loop, aw_absent, "rbac-job", 30000) != 0) {
+		dump_aw("rbac-job");
+		cr_assert_fail("the AppWrapper was not finalized within 30 s");
+	}
+	wait_all_gone("rbac-job", 30000);
+	cr_assert_eq(admin_req("GET", &SF_GVR_JOBS, "rbac-job", NULL, NULL), 404);
+
+	/* a Pod AppWrapper that fails: its Warning event, its pod deleted */
+	cr_assert_eq(admin_req("POST", &TL_AW_GVR, NULL, NULL, POD_AW), 201);
+	wait_phase("rbac-pod", "Suspended", 20000);
+	cr_assert_eq(
+	    admin_req("PATCH", &TL_AW_GVR, "rbac-pod", NULL, "{\"spec\":{\"suspend\":false}}"),
+	    200);
+	wait_phase("rbac-pod", "Running", 20000);
+	kubelet("rbac-pod", "Failed", 3);
+	wait_phase("rbac-pod", "Failed", 20000);
+	ev_find ev = {.aw = "rbac-pod", .needle = "exited with code 3"};
+	cr_assert_eq(tl_run_until_fn(&K.loop, ev_found, &ev, 10000), 0,
+	             "no event about rbac-pod's exit code");
+	cr_assert(ev.warning);
+	wait_all_gone("rbac-pod", 30000);
+
+	/* SIGTERM, as the kubelet sends it: the leader releases the Lease (an
+	 * update) and exits 0 well within the pod's grace period */
+	size_t nlines = tl_ctl_nlines(c);
+	tl_ctl_signal(c, SIGTERM);
+	int64_t status = -1;
+	int sig = -1;
+	cr_assert_eq(tl_ctl_wait_exit(&K.loop, c, 15000, &status, &sig), 0,
+	             "the controller did not exit within 15 s of SIGTERM");
+	cr_assert(status == 0 && sig == 0, "exit status %lld, signal %d", (long long)status, sig);
+	cr_assert(tl_ctl_count(c, "released the lease", nlines) > 0, "no release logged");
+	tl_aw_do(&K, &lq, &r);
+	cr_assert_eq(r.http_status, 200);
+	char holder[128] = "";
+	sf_jv_str(sf_jv_path(sf_obj_root(r.obj), "spec.holderIdentity"), holder, sizeof(holder));
+	cr_assert_str_empty(holder, "the Lease is still held after the release: %s", r.obj->json);
+	tl_res_clear(&r);
+
+	/* nothing the controller asked for was refused */
+	audit_seen as;
+	audit_scan(user, audit_from, &as);
+	fprintf(stderr, "manifests: requests of %s (audit log, audited resources only):\n", user);
+	for (size_t i = 0; i < as.n; i++)
+		fprintf(stderr, "  %s\n", as.items[i]);
+	cr_assert_eq(as.forbidden, 0, "%zu requests of the controller were refused (see above)",
+	             as.forbidden);
+	static const char *const used[] = {"create coordination.k8s.io/leases ok",
+	                                   "update coordination.k8s.io/leases ok",
+	                                   "list coordination.k8s.io/leases ok",
+	                                   "watch coordination.k8s.io/leases ok",
+	                                   "watch workload.codeflare.dev/appwrappers ok",
+	                                   "patch workload.codeflare.dev/appwrappers ok",
+	                                   "patch workload.codeflare.dev/appwrappers/status ok",
+	                                   "create batch/jobs ok",
+	                                   "delete batch/jobs ok",
+	                                   "watch batch/jobs ok",
+	                                   "watch /pods ok",
+	                                   "create /pods ok",
+	                                   "delete /pods ok",
+	                                   NULL};
+	for (size_t i = 0; used[i]; i++)
+		cr_assert(audit_has(&as, used[i]), "the test did not exercise \"%s\"", used[i]);
+	cr_assert_eq(tl_ctl_count(c, "orbidden", 0), 0, "the controller logged a Forbidden");
+
+	/* and the token gets nothing beyond the RBAC */
+	const char *other = "not-steadfasts-lease";
+	char lb[300];
+	snprintf(lb, sizeof(lb),
+	         "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{"
+	         "\"name\":\"%s\"},\"spec\":{\"holderIdentity\":\"someone\"}}",
+	         other);
+	sf_kube_req mk = {.method = "POST",
+	                  .gvr = &SF_GVR_LEASES,
+	                  .ns = CTLNS,
+	                  .body = lb,
+	                  .body_len = strlen(lb)};
+	tl_aw_do(&K, &mk, &r);
+	cr_assert_eq(r.http_status, 201);
+	tl_res_clear(&r);
+	sf_kube_req own = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = CTLNS, .name = lease};
+	cr_assert_eq(sa_status(&own), 200, "the token cannot read its own Lease");
+	sf_kube_req q1 = {.method = "DELETE", .gvr = &SF_GVR_LEASES, .ns = CTLNS, .name = other};
+	cr_assert_eq(sa_status(&q1), 403, "deleting another Lease");
+	sf_kube_req q2 = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = CTLNS, .name = other};
+	cr_assert_eq(sa_status(&q2), 403, "reading another Lease");
+	sf_kube_req q3 = {.method = "DELETE",
+	                  .gvr = &SF_GVR_LEASES,
+	                  .ns = CTLNS,
+	                  .name = lease,
+	                  .query = "dryRun=All"};
+	cr_assert_eq(sa_status(&q3), 403, "deleting its own Lease");
+	sf_kube_req q4 = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = CTLNS};
+	cr_assert_eq(sa_status(&q4), 403, "listing all Leases (no field selector)");
+	char fs[300];
+	snprintf(fs, sizeof(fs), "fieldSelector=metadata.name%%3D%s", lease);
+	sf_kube_req q5 = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = CTLNS, .query = fs};
+	cr_assert_eq(sa_status(&q5), 200,
+	             "listing its Lease by field selector, as the elector does");
+	sf_kube_req q6 = {.method = "GET", .gvr = &GVR_SECRETS, .ns = AWNS};
+	cr_assert_eq(sa_status(&q6), 403, "listing secrets");
+	sf_kube_req q7 = {.method = "GET", .gvr = &GVR_SECRETS};
+	cr_assert_eq(sa_status(&q7), 403, "listing secrets cluster-wide");
+	sf_kube_req q8 = {.method = "GET", .gvr = &GVR_NODES};
+	cr_assert_eq(sa_status(&q8), 403, "listing nodes");
+	static const char cmb[] =
+	    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}}";
+	sf_kube_req q9 = {.method = "POST",
+	                  .gvr = &SF_GVR_CONFIGMAPS,
+	                  .ns = AWNS,
+	                  .query = "dryRun=All",
+	                  .body = cmb,
+	                  .body_len = strlen(cmb)};
+	cr_assert_eq(sa_status(&q9), 403, "creating a ConfigMap");
+	static const char awput[] = "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}";
+	sf_kube_req q10 = {.method = "PUT",
+	                   .gvr = &TL_AW_GVR,
+	                   .ns = AWNS,
+	                   .name = "rbac-pod",
+	                   .query = "dryRun=All",
+	                   .body = awput,
+	                   .body_len = strlen(awput)};
+	cr_assert_eq(sa_status(&q10), 403, "updating (PUT) an AppWrapper");
+	/* the other Lease is still there */
+	tl_aw_do(&K, &q2, &r);
+	cr_assert_eq(r.http_status, 200);
+	tl_res_clear(&r);
+	mset_free(&m);
+}
+
+/* ---- d) the Containerfile ---- */
+
+Test(manifests, containerfile_installs_the_binarys_runtime_libraries)
+{
+	const char *bin = getenv("STEADFAST_BIN");
+	cr_assert(bin && bin[0], "STEADFAST_BIN is not set (run through make integration)");
+	char script[1024], cf[1024];
+	tl_aw_src_path("tools/check-containerfile.sh", script, sizeof(script));
+	tl_aw_src_path("Containerfile", cf, sizeof(cf));
+	char *cmd = NULL;
+	cr_assert(asprintf(&cmd, "'%s' '%s' '%s' 2>&1", script, bin, cf) > 0);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p, "popen %s", cmd);
+	char out[8192] = "";
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	free(cmd);
+	fprintf(stderr, "%s", out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "check-containerfile.sh failed:\n%s", out);
+	cr_assert(strstr(out, "check-containerfile: ok:"), "%s", out);
+}
