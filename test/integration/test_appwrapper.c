@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
@@ -43,6 +44,7 @@
 #include "steadfast/time.h"
 #include "tl.h"
 #include "tl_aw.h"
+#include "tcpproxy.h"
 #include "tl_ctl.h"
 
 static tl_kube K;
@@ -1235,4 +1237,66 @@ Test(appwrapper, probes_and_metrics)
 	for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
 		cr_assert(strstr(b.data, needles[i]), "/metrics lacks %s:\n%s", needles[i], b.data);
 	sf_buf_free(&b);
+}
+
+/* ---- start-up while the API server cannot be reached ---- */
+
+typedef struct ready_poll {
+	int port;
+	long want;
+	long last;
+} ready_poll;
+
+static int readyz_is(void *ud)
+{
+	ready_poll *r = ud;
+	sf_buf b;
+	sf_buf_init(&b, 1 << 16);
+	r->last = http_get(r->port, "/readyz", &b);
+	sf_buf_free(&b);
+	return r->last == r->want;
+}
+
+Test(appwrapper, starts_while_the_api_is_unreachable_and_recovers)
+{
+	const char *api = tl_env("STEADFAST_APISERVER");
+	const char *hp = strstr(api, "://") + 3;
+	char host[64];
+	size_t hl = strcspn(hp, ":");
+	snprintf(host, sizeof(host), "%.*s", (int)hl, hp);
+	tp_proxy *proxy = NULL;
+	cr_assert_eq(tp_start(&K.loop, host, atoi(hp + hl + 1), &proxy), 0);
+	tp_blackhole(proxy, 1); /* a partition: nothing gets through */
+	char kcfg[256];
+	snprintf(kcfg, sizeof(kcfg), "/tmp/steadfast-unreachable-%d.kubeconfig", (int)getpid());
+	FILE *f = fopen(kcfg, "w");
+	cr_assert(f);
+	fprintf(f,
+	        "apiVersion: v1\nkind: Config\nclusters:\n- name: p\n  cluster:\n"
+	        "    server: https://127.0.0.1:%d\n    certificate-authority: %s\n"
+	        "users:\n- name: admin\n  user:\n    client-certificate: %s\n    client-key: %s\n"
+	        "contexts:\n- name: p\n  context: {cluster: p, user: admin}\ncurrent-context: p\n",
+	        tp_port(proxy), tl_env("STEADFAST_CA"), tl_env("STEADFAST_ADMIN_CERT"),
+	        tl_env("STEADFAST_ADMIN_KEY"));
+	cr_assert_eq(fclose(f), 0);
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "cut-off", .kubeconfig = kcfg};
+	tl_ctl *c = tl_ctl_start(&K.loop, &o);
+	int hport = tl_ctl_port(&K.loop, c, "health");
+	/* it keeps trying (and says so) instead of exiting */
+	cr_assert(tl_ctl_wait_log(&K.loop, c, "not answering", 0, 20000) >= 0,
+	          "no retry reported while the API is unreachable");
+	cr_assert(tl_ctl_alive(c), "the controller exited while the API was unreachable");
+	ready_poll r = {hport, 503, 0};
+	cr_assert_eq(tl_run_until_fn(&K.loop, readyz_is, &r, 5000), 0, "/readyz said %ld", r.last);
+	/* the network comes back: it becomes ready and works */
+	tp_blackhole(proxy, 0);
+	r = (ready_poll){hport, 200, 0};
+	cr_assert_eq(tl_run_until_fn(&K.loop, readyz_is, &r, 60000), 0, "/readyz said %ld",
+	             r.last);
+	create_pod_aw("after-outage", NULL, "after-outage-pod", NULL);
+	wait_phase("after-outage", "Suspended", 30000);
+	cr_assert(tl_ctl_alive(c));
+	tl_ctl_stop_all(&K.loop);
+	tp_close(proxy);
+	unlink(kcfg);
 }
