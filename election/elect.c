@@ -1154,6 +1154,20 @@ int sf_elect_healthz(const sf_elect *e, char *msg, size_t n)
 	return 0;
 }
 
+int sf_elect_livez(const sf_elect *e, char *msg, size_t n)
+{
+	int64_t now = sf_mono_ns();
+	if (sf_elect_watchdog_tripped(e->leading, e->last_renew, e->lease_ns, e->watchdog_ns,
+	                              now)) {
+		snprintf(msg, n,
+		         "leader election: leading but the lease was not renewed for %.1f s",
+		         (double)(now - e->last_renew) / 1e9);
+		return -EIO;
+	}
+	snprintf(msg, n, "ok");
+	return 0;
+}
+
 void sf_elect_stats_get(const sf_elect *e, sf_elect_stats *out)
 {
 	*out = e->st;

@@ -15,7 +15,7 @@
  *                          [-n NAMESPACE] [--name LEASE] [-o text|json]
  *       prints the election Lease as an operator needs it; the exit code
  *       is 0 when it looks healthy, 1 expired, 2 held by nobody, 3 absent,
- *       4 invalid, 5 when it could not be read.
+ *       4 invalid, 5 when it could not be read, 64 for a usage error.
  */
 #include <errno.h>
 #include <signal.h>
@@ -232,18 +232,18 @@ static int cmd_lease_status(int argc, char **argv)
 			if (i + 1 >= argc ||
 			    (strcmp(argv[i + 1], "json") && strcmp(argv[i + 1], "text"))) {
 				fprintf(stderr, "steadfast: %s takes text or json\n", a);
-				return 2;
+				return 64; /* usage (2 is a verdict) */
 			}
 			json = !strcmp(argv[++i], "json");
 			continue;
 		} else {
 			fprintf(stderr, "steadfast: unknown flag %s\n", a);
 			usage(stderr);
-			return 2;
+			return 64; /* usage (2 is a verdict) */
 		}
 		if (i + 1 >= argc) {
 			fprintf(stderr, "steadfast: flag %s needs a value\n", a);
-			return 2;
+			return 64; /* usage (2 is a verdict) */
 		}
 		*dst = argv[++i];
 	}

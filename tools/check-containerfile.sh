@@ -4,8 +4,8 @@
 #   - runtime stage (after the last FROM): its apt-get install list holds
 #     the Debian package of every library build/steadfast links directly
 #     (readelf NEEDED, resolved with ldd, owner from dpkg -S), except the
-#     Essential packages and their direct (Pre-)Depends (libc6), which
-#     every Debian base image has;
+#     Essential packages and everything they depend on (libc6, libgcc-s1),
+#     which every Debian base image has;
 #     and nothing that is not among the packages of the binary's whole
 #     library closure (ldd), so no tool or stray package slips in;
 #   - it is based on this machine's Debian release (package names differ
@@ -65,6 +65,15 @@ build_listed=$(printf '%s\n' "$build" | installs)
 base=$(dpkg-query -W -f='${Essential}\t${Package}, ${Pre-Depends}, ${Depends}\n' |
 	awk -F'\t' '$1 == "yes" { print $2 }' | tr ',|' '\n\n' |
 	sed 's/([^)]*)//g; s/:any//; s/[[:space:]]//g' | grep -v '^$' | sort -u)
+# ... and what those depend on (libc6 pulls libgcc-s1, which a sanitizer
+# build links): closed over the installed packages
+while :; do
+	more=$(for p in $base; do dpkg-query -W -f='${Pre-Depends}, ${Depends}\n' "$p" 2>/dev/null; done |
+		tr ',|' '\n\n' | sed 's/([^)]*)//g; s/:any//; s/[[:space:]]//g' | grep -v '^$' |
+		sort -u | comm -13 <(printf '%s\n' $base | sort -u) - || true)
+	[ -n "$more" ] || break
+	base=$(printf '%s\n' $base $more | sort -u)
+done
 
 # Direct dependencies: the NEEDED entries.
 needed=""

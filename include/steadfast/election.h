@@ -248,6 +248,9 @@ const char *sf_elect_leader(const sf_elect *e); /* last observed holder, "" if n
 
 /* 0 when healthy; else -EIO with the reason in msg. */
 int sf_elect_healthz(const sf_elect *e, char *msg, size_t n);
+/* The leader watchdog alone (for a liveness probe): an API outage is not a
+ * reason to restart the process, a leader stuck without renewing is. */
+int sf_elect_livez(const sf_elect *e, char *msg, size_t n);
 
 #define SF_ELECT_LAT_BUCKETS 12
 /* Upper bounds in seconds of the renew latency histogram (Prometheus'

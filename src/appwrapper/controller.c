@@ -42,6 +42,7 @@ const sf_gvr SF_GVR_APPWRAPPERS = {"workload.codeflare.dev", "v1beta2", "appwrap
 #define FIELD_MANAGER "steadfast"
 #define KIND_RECHECK_MS 5000
 #define NOT_READY_RETRY_MS 200
+#define KIND_SYNC_WAIT_MS 10000
 
 /* ---- per component kind: discovery result and informer ---- */
 
@@ -58,6 +59,7 @@ typedef struct kind_ent {
 	sf_gvr gvr;
 	sf_informer *inf;
 	int reports_failed; /* Job, PyTorchJob: Failed=True means failed */
+	int64_t started_ms; /* mono, informer start */
 } kind_ent;
 
 /* ---- per AppWrapper memory (this term only) ---- */
@@ -487,6 +489,7 @@ static void start_informer_for_kind(kind_ent *k)
 		return;
 	}
 	k->state = K_READY;
+	k->started_ms = mono_ms();
 	sf_log_info(LOGGER, "watching component kind", "apiVersion", k->api_version, "kind",
 	            k->kind, "resource", k->resource, NULL);
 }
@@ -907,7 +910,7 @@ static void start_delete(op *o, size_t i, int force)
 		o->results++;
 		return;
 	}
-	if (!kind_ready(k)) {
+	if (k->state != K_READY) {
 		o->failed = 1;
 		return;
 	}
@@ -921,7 +924,8 @@ static void start_delete(op *o, size_t i, int force)
 	r->force = force;
 	comp_name(o, i, r->name, sizeof(r->name));
 	o->pending++;
-	sf_obj *cached = sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, r->name);
+	sf_obj *cached =
+	    kind_ready(k) ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, r->name) : NULL;
 	if (cached) {
 		if (!sf_awc_owned_by(sf_obj_root(cached), o->aw->uid)) {
 			/* not ours: never delete it */
@@ -1196,9 +1200,21 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		    sf_jv_str(sf_jv_get(cs, "name"), name, sizeof(name)) <= 0)
 			continue;
 		kind_ent *k = kind_get(c, api, kind);
-		if (!k || k->state == K_RESOLVING ||
-		    (k->state == K_READY && !sf_informer_synced(k->inf)))
+		if (!k || k->state == K_RESOLVING)
 			return 1;
+		if (k->state == K_READY && !sf_informer_synced(k->inf)) {
+			/* Wait for the first list a while; a kind that cannot be
+			 * listed (no RBAC) is then observed as absent: creates
+			 * and live reads report the real error, and an absent
+			 * component never fails anything without a live read. */
+			if (mono_ms() - k->started_ms < KIND_SYNC_WAIT_MS)
+				return 1;
+			oc->state = SF_AWP_COMP_ABSENT;
+			oc->confirmed_ms = cm->confirmed_ms;
+			if (cm->create == SF_AWP_CREATE_RETRYABLE || comp_recorded(cs))
+				cm->create = SF_AWP_CREATE_NONE;
+			continue;
+		}
 		sf_obj *obj = k->state == K_READY
 		                  ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, name)
 		                  : NULL;
@@ -1476,7 +1492,10 @@ int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err),
 	snprintf(c->barrier_rv, sizeof(c->barrier_rv), "%s", rv ? rv : "");
 	if ((rc = barrier_add(c, c->aw_inf, rv)) == 0 && (rc = barrier_add(c, c->pod_inf, rv)) == 0)
 		for (kind_ent *k = c->kinds; k && rc == 0; k = k->next)
-			if (k->state == K_READY)
+			/* a kind whose informer has not synced (yet, or ever: no
+			 * RBAC for it, CRD gone) must not hold every AppWrapper
+			 * back; when it syncs its list is fresh anyway */
+			if (k->state == K_READY && sf_informer_synced(k->inf))
 				rc = barrier_add(c, k->inf, rv);
 	if (rc < 0) {
 		c->leading = 0;

@@ -42,14 +42,16 @@ typedef struct mgr {
 
 /* ---- probes and metrics ---- */
 
-/* /healthz: the process answers (so its loop turns) and, with leader
- * election, the leader watchdog and API reachability are fine. */
+/* /healthz (liveness): the process answers, so its loop turns, and the
+ * leader watchdog is quiet. API reachability is not part of it: restarting
+ * replicas during an API outage would only make it worse (it is in
+ * /readyz). */
 static int on_healthz(void *ud, const sf_srv_request *req, sf_srv_response *res)
 {
 	mgr *m = ud;
 	char msg[512];
 	(void)req;
-	if (m->e && sf_elect_healthz(m->e, msg, sizeof(msg)) != 0) {
+	if (m->e && sf_elect_livez(m->e, msg, sizeof(msg)) != 0) {
 		res->status = 500;
 		return sf_buf_printf(&res->body, "unhealthy: %s\n", msg) < 0 ? -ENOMEM : 0;
 	}
