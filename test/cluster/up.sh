@@ -241,6 +241,14 @@ rules:
         resources: ["jobs", "jobs/*"]
       - group: ""
         resources: ["pods", "pods/*", "configmaps"]
+  # Events too (the AppWrapper benchmark counts the controller's event
+  # writes per AppWrapper).
+  - level: Metadata
+    resources:
+      - group: ""
+        resources: ["events"]
+      - group: events.k8s.io
+        resources: ["events"]
   - level: None
 EOF
 
