@@ -21,6 +21,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(HERE, os.environ.get("O", "build"), "steadfast")
 ENV = os.environ
 NS = "demo"
+SYSTEM = "steadfast-system"  # the controller's namespace: its Lease lives here
 LEASE = "f134c674.codeflare.dev"
 START = time.monotonic()
 
@@ -104,7 +105,7 @@ def kubelet(pod, phase_, code=0, message=""):
 
 
 def lease_holder():
-    st, body = api("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{LEASE}")
+    st, body = api("GET", f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/{LEASE}")
     return body.get("spec", {}).get("holderIdentity", "") if st == 200 else ""
 
 
@@ -117,14 +118,43 @@ def main():
     api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                       "metadata": {"name": NS}})
 
-    step("starting three controller replicas (Lease f134c674.codeflare.dev, 4 s lease)")
+    step("installing the controller's namespace, ServiceAccount and least-privilege RBAC"
+         " (manifests/)")
+    for f in ["manager/namespace.yaml", "rbac/service_account.yaml", "rbac/cluster_role.yaml",
+              "rbac/cluster_role_binding.yaml", "rbac/leader_election_role.yaml",
+              "rbac/leader_election_role_binding.yaml"]:
+        print(run("apply", "-f", os.path.join(HERE, "manifests", f))[1])
+    st, tok = api("POST", f"/api/v1/namespaces/{SYSTEM}/serviceaccounts/steadfast-controller/"
+                          "token", {"apiVersion": "authentication.k8s.io/v1",
+                                    "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
+    if st != 201:
+        sys.exit(f"demo: TokenRequest failed: {st} {tok}")
+    sa_kubeconfig = os.path.join(ENV["STEADFAST_CLUSTER_DIR"], "controller.kubeconfig")
+    with open(sa_kubeconfig, "w") as f:
+        f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {{server: "{ENV['STEADFAST_APISERVER']}", certificate-authority: "{ENV['STEADFAST_CA']}"}}
+users:
+- name: steadfast-controller
+  user: {{token: "{tok['status']['token']}"}}
+contexts:
+- name: controller
+  context: {{cluster: local, user: steadfast-controller, namespace: {SYSTEM}}}
+current-context: controller
+""")
+    note("the replicas run with this ServiceAccount's token, not as admin")
+
+    step("starting three controller replicas, named like pods of the Deployment"
+         " (Lease steadfast-system/f134c674.codeflare.dev, 4 s lease)")
     procs = {}
     for suffix in ("7c9f6-h2x4k", "7c9f6-m8q2z", "7c9f6-tr5wp"):
         pod = f"steadfast-controller-{suffix}"
-        env = dict(ENV, POD_NAME=pod, POD_NAMESPACE=NS)
+        env = dict(ENV, POD_NAME=pod, POD_NAMESPACE=SYSTEM)
         f = open(os.path.join(logs, pod + ".log"), "w")
         procs[pod] = subprocess.Popen(
-            [BIN, "--kubeconfig", ENV["KUBECONFIG"], "--namespace", NS, "--identity", pod,
+            [BIN, "--kubeconfig", sa_kubeconfig, "--namespace", NS, "--identity", pod,
              "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
              "--leader-elect-retry-period=500ms", "--metrics-bind-address=127.0.0.1:0",
              "--health-probe-bind-address=127.0.0.1:0"],
@@ -133,7 +163,7 @@ def main():
     try:
         leader = wait("a leader", lease_holder, 30)
         step(f"one replica leads, the others are warm standbys: `steadfast lease status`")
-        print(run("lease", "status", "-n", NS, "--name", LEASE)[1])
+        print(run("lease", "status", "-n", SYSTEM, "--name", LEASE)[1])
 
         step("submitting AppWrappers: a Job that succeeds, a Pod that runs, a Pod that fails")
         samples = """
@@ -232,14 +262,14 @@ spec:
 
         step(f"killing the leader {leader} with SIGKILL (no release: the others wait for the"
              " lease to expire)")
-        print(run("lease", "status", "-n", NS, "--name", LEASE)[1])
+        print(run("lease", "status", "-n", SYSTEM, "--name", LEASE)[1])
         t0 = time.monotonic()
         os.killpg(procs[leader].pid, signal.SIGKILL)
         procs[leader].wait()
         new = wait("a new leader", lambda: (lambda h: h if h and h != leader else None)(
             lease_holder()), 30, 0.05)
         note(f"{new} took over after {time.monotonic() - t0:.1f} s (lease 4 s)")
-        print(run("lease", "status", "-n", NS, "--name", LEASE, check=False)[1])
+        print(run("lease", "status", "-n", SYSTEM, "--name", LEASE, check=False)[1])
 
         step("the Job's pods complete; the new leader carries on")
         for p in pods("demo-job"):
