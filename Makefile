@@ -123,10 +123,21 @@ asan:
 
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(FUZZ_SRCS:test/fuzz/%.c=$(O)/fuzz/%)
-$(O)/fuzz/%: test/fuzz/%.c $(LIB_SRCS) | $(DEPS_STAMP)
+# The library is compiled once with the fuzzer's instrumentation and every
+# target links it.
+FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_LIB := $(O)/fuzz/libsteadfast-fuzz.a
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/fuzz-obj/%.o)
+$(O)/fuzz-obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+$(FUZZ_LIB): $(FUZZ_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(O)/fuzz/%: test/fuzz/%.c $(FUZZ_LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) \
-		-o $@ $< $(LIB_SRCS) $(PKG_LIBS)
+		-o $@ $< $(FUZZ_LIB) $(PKG_LIBS)
 
 fuzz-build: $(FUZZ_BINS)
 
