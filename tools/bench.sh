@@ -2,8 +2,10 @@
 # make bench: runs the benchmarks against a fresh local control plane and
 # writes docs/benchmarks.md. Every comparison is measured in the same run,
 # on the same API server, one implementation after the other, alternating.
-# BENCH_PARTS=informer|election|all (default all) runs one part; the
-# section of a part not run is kept from the existing docs/benchmarks.md.
+# BENCH_PARTS=informer|election|appwrapper|all (default all) runs one part;
+# the section of a part not run is kept from the existing docs/benchmarks.md.
+# BENCH_APPWRAPPER_SIZES (default 1000,5000): AppWrappers per size of the
+# appwrapper part.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-build}
@@ -14,8 +16,8 @@ fi
 set -a; . "$STEADFAST_CLUSTER_ENV"; set +a
 PARTS=${BENCH_PARTS:-all}
 case $PARTS in
-informer | election | all) ;;
-*) echo "bench: BENCH_PARTS must be informer, election or all" >&2; exit 2 ;;
+informer | election | appwrapper | all) ;;
+*) echo "bench: BENCH_PARTS must be informer, election, appwrapper or all" >&2; exit 2 ;;
 esac
 OBJECTS=${BENCH_OBJECTS:-10000}
 ROUNDS=${BENCH_ROUNDS:-2}
@@ -143,23 +145,45 @@ bench_election() {
 	python3 "$here/tools/bench_election.py" report "$out/election.jsonl" "$out/election.md"
 }
 
+# The results (one JSON line per size) are kept in $O/bench/appwrapper.jsonl
+# (a run takes ~25 min): `tools/bench_appwrapper.py report` redoes the section.
+bench_appwrapper() {
+	local sizes=${BENCH_APPWRAPPER_SIZES:-1000,5000}
+	local res="$here/$O/bench/appwrapper.jsonl"
+	echo "bench: AppWrapper controller, $sizes AppWrappers, admission to Running"
+	mkdir -p "$here/$O/bench"
+	: >"$res"
+	python3 "$here/tools/bench_appwrapper.py" run --kubeconfig "$KUBECONFIG" \
+		--audit-log "$STEADFAST_AUDIT_LOG" --steadfast "$here/$O/steadfast" \
+		--sizes "$sizes" --logdir "$out" --out "$res"
+	python3 "$here/tools/bench_appwrapper.py" report "$res" "$out/appwrapper.md"
+}
+
 case $PARTS in informer | all) bench_informer ;; esac
 case $PARTS in election | all) bench_election ;; esac
+case $PARTS in appwrapper | all) bench_appwrapper ;; esac
 
-# docs/benchmarks.md: the informer part (everything before the election
-# section), then the election section; a part not run now is kept as is.
-python3 - "$here/docs/benchmarks.md" "$out/informer.md" "$out/election.md" <<'PY'
+# docs/benchmarks.md: the informer part (everything before the first other
+# section), then the election section, then the AppWrapper section; a part
+# not run now is kept as is.
+python3 - "$here/docs/benchmarks.md" "$out/informer.md" "$out/election.md" "$out/appwrapper.md" <<'PY'
 import os, sys
-doc, inf, ele = sys.argv[1:4]
-marker = "## Leader election: failover"
+doc, inf, ele, aw = sys.argv[1:5]
+markers = ["## Leader election: failover", "## AppWrapper controller: admission to Running"]
 old = open(doc).read() if os.path.exists(doc) else ""
-head, sep, tail = old.partition(marker)
-old_ele = sep + tail if sep else ""
+# split the old document at each section title that it holds
+cuts = sorted((old.find(m), m) for m in markers if m in old)
+head = old[:cuts[0][0]] if cuts else old
+olds = {}
+for i, (pos, m) in enumerate(cuts):
+    end = cuts[i + 1][0] if i + 1 < len(cuts) else len(old)
+    olds[m] = old[pos:end]
 head = open(inf).read() if os.path.exists(inf) else head
-ele = open(ele).read() if os.path.exists(ele) else old_ele
 text = head.rstrip("\n") + "\n"
-if ele:
-    text += "\n" + ele.rstrip("\n") + "\n"
+for m, new in zip(markers, (ele, aw)):
+    sec = open(new).read() if os.path.exists(new) else olds.get(m, "")
+    if sec:
+        text += "\n" + sec.rstrip("\n") + "\n"
 open(doc, "w").write(text)
 PY
 echo "bench: wrote docs/benchmarks.md"

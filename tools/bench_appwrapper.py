@@ -1,0 +1,1073 @@
+#!/usr/bin/env python3
+"""AppWrapper controller benchmark (part of make bench; see tools/bench.sh).
+
+  bench_appwrapper.py run --kubeconfig PATH --audit-log PATH --steadfast BIN
+                          [--sizes 1000,5000] [--concurrency N] [--logdir DIR]
+                          --out FILE
+  bench_appwrapper.py report RESULTS.jsonl SECTION.md
+
+run: installs the AppWrapper CRD (manifests/crd) if it is missing, then for
+each size N, in a fresh namespace:
+
+  1. starts ONE steadfast controller (leader election on, its own Lease in
+     that namespace, watching only that namespace) and waits for its
+     "reconciling" log line; its /proc numbers a moment later are the idle
+     figures;
+  2. creates N AppWrappers, each wrapping one batch/v1 Job (one pod, 10m
+     CPU, restartPolicy Never; warmupGracePeriodDuration annotation 2h, as
+     pods never start without a kubelet), with spec.suspend=false; the controller (no
+     webhook) sets suspend=true, adds its finalizer and moves them to phase
+     Suspended; waits until all are Suspended;
+  3. plays Kueue: admits every AppWrapper (merge PATCH
+     {"spec":{"suspend":false}}, --concurrency requests in flight) and waits
+     until every status.phase is Running;
+  4. deletes every AppWrapper and waits until all are gone;
+  5. stops the controller (SIGTERM) and reads the API server's audit log for
+     the run: the controller's requests (user agent "steadfast/...") per
+     verb and resource, and for each AppWrapper the time from its admit
+     PATCH to the create of its Job (both ResponseComplete stageTimestamps,
+     microseconds, same clock).
+
+Phases are followed with one watch on the namespace's AppWrappers (no
+polling). The controller's VmHWM, VmRSS and utime+stime are sampled from
+/proc every 250 ms and at each phase boundary. Prints progress on stderr
+and one JSON line per size to --out.
+
+The API server is reached with the kubeconfig's client certificate (the
+kubeconfig written by test/cluster/up.sh: file paths or *-data fields),
+http.client over TLS, one keep-alive connection per thread; stdlib only.
+
+report: turns the JSON lines into the docs/benchmarks.md section.
+"""
+import argparse
+import base64
+import collections
+import concurrent.futures
+import datetime
+import http.client
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+SECTION_TITLE = "## AppWrapper controller: admission to Running"
+GROUP, VERSION = "workload.codeflare.dev", "v1beta2"
+CRD_NAME = "appwrappers.workload.codeflare.dev"
+DRIVER_UA = "bench-appwrapper/1 (kueue stand-in)"
+CTL_QPS, CTL_BURST = 50, 100  # src/manager/manager.c
+WARMUP_ANNOTATION = "workload.codeflare.dev.appwrapper/warmupGracePeriodDuration"
+WARMUP_GRACE = "2h"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CRD_FILE = os.path.join(ROOT, "manifests", "crd", "appwrappers.workload.codeflare.dev.yaml")
+
+_print_lock = threading.Lock()
+
+
+def log(msg):
+    with _print_lock:
+        print(f"bench-appwrapper: {msg}", file=sys.stderr, flush=True)
+
+
+def mono():
+    return time.monotonic()
+
+
+# ---------------------------------------------------------------- kubeconfig
+
+
+def _scalar(s):
+    s = s.strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        return s[1:-1]
+    return s
+
+
+def parse_yaml_subset(text):
+    """Block mappings and sequences of plain or quoted scalars: enough for a
+    kubeconfig as kubectl and test/cluster/up.sh write them."""
+    lines = []
+    for raw in text.splitlines():
+        s = raw.rstrip()
+        if not s.strip() or s.lstrip().startswith("#"):
+            continue
+        lines.append((len(s) - len(s.lstrip(" ")), s.strip()))
+    pos = 0
+
+    def block(indent):
+        nonlocal pos
+        if pos >= len(lines):
+            return None
+        if lines[pos][1].startswith("- ") or lines[pos][1] == "-":
+            out = []
+            while pos < len(lines) and lines[pos][0] == indent and \
+                    (lines[pos][1].startswith("- ") or lines[pos][1] == "-"):
+                ind, s = lines[pos]
+                rest = s[1:].lstrip()
+                if not rest:
+                    pos += 1
+                    out.append(block(lines[pos][0]) if pos < len(lines) else None)
+                    continue
+                # "- key: v" opens a mapping indented past the dash
+                lines[pos] = (ind + (len(s) - len(rest)), rest)
+                out.append(block(lines[pos][0]))
+            return out
+        out = {}
+        while pos < len(lines) and lines[pos][0] == indent and not lines[pos][1].startswith("- "):
+            s = lines[pos][1]
+            key, _, val = s.partition(":")
+            key = _scalar(key)
+            pos += 1
+            if val.strip():
+                v = val.strip()
+                out[key] = [] if v == "[]" else {} if v == "{}" else _scalar(v)
+            elif pos < len(lines) and (lines[pos][0] > indent or
+                                        (lines[pos][0] == indent and lines[pos][1].startswith("- "))):
+                out[key] = block(lines[pos][0])
+            else:
+                out[key] = None
+        return out
+
+    return block(lines[0][0]) if lines else {}
+
+
+class Kube:
+    """A minimal API client: client-certificate (or token) auth from a
+    kubeconfig, one keep-alive HTTPS connection per thread."""
+
+    def __init__(self, kubeconfig, ua=DRIVER_UA):
+        cfg = parse_yaml_subset(open(kubeconfig).read())
+        cur = cfg.get("current-context")
+        ctx = next(c["context"] for c in cfg["contexts"] if c["name"] == cur)
+        cl = next(c["cluster"] for c in cfg["clusters"] if c["name"] == ctx["cluster"])
+        us = next(u["user"] for u in cfg["users"] if u["name"] == ctx["user"])
+        self._tmp = tempfile.mkdtemp(prefix="bench-aw-kc.")
+        base = os.path.dirname(os.path.abspath(kubeconfig))
+
+        def path_of(d, key):
+            if d.get(key + "-data"):
+                p = os.path.join(self._tmp, key)
+                with open(p, "wb") as f:
+                    f.write(base64.b64decode(d[key + "-data"]))
+                os.chmod(p, 0o600)
+                return p
+            v = d.get(key)
+            return os.path.join(base, v) if v and not os.path.isabs(v) else v
+
+        u = urllib.parse.urlparse(cl["server"])
+        self.host, self.port = u.hostname, u.port or 443
+        self.ctx = ssl.create_default_context(cafile=path_of(cl, "certificate-authority"))
+        if str(cl.get("insecure-skip-tls-verify", "")).lower() == "true":
+            self.ctx.check_hostname = False
+            self.ctx.verify_mode = ssl.CERT_NONE
+        cert, key = path_of(us, "client-certificate"), path_of(us, "client-key")
+        if cert:
+            self.ctx.load_cert_chain(cert, key)
+        self.headers = {"User-Agent": ua, "Accept": "application/json"}
+        if us.get("token"):
+            self.headers["Authorization"] = "Bearer " + us["token"]
+        self.local = threading.local()
+
+    def _conn(self, fresh=False, timeout=120):
+        c = getattr(self.local, "conn", None)
+        if c is None or fresh:
+            if c is not None:
+                c.close()
+            c = http.client.HTTPSConnection(self.host, self.port, context=self.ctx,
+                                            timeout=timeout)
+            self.local.conn = c
+        return c
+
+    def request(self, method, path, body=None, ctype="application/json"):
+        """Returns (status, parsed JSON or None). Retries a dropped
+        keep-alive connection and 429s."""
+        hdr = dict(self.headers)
+        if body is not None:
+            hdr["Content-Type"] = ctype
+            if not isinstance(body, (bytes, str)):
+                body = json.dumps(body)
+        for attempt in range(8):
+            c = self._conn(fresh=attempt > 0)
+            try:
+                c.request(method, path, body=body, headers=hdr)
+                r = c.getresponse()
+                data = r.read()
+            except (http.client.HTTPException, OSError):
+                if attempt == 7:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            if r.status == 429:
+                time.sleep(float(r.getheader("Retry-After") or 1))
+                continue
+            try:
+                obj = json.loads(data) if data else None
+            except ValueError:
+                obj = None
+            return r.status, obj
+        raise RuntimeError(f"{method} {path}: too many retries")
+
+    def must(self, method, path, body=None, ctype="application/json", ok=(200, 201)):
+        st, obj = self.request(method, path, body, ctype)
+        if st not in ok:
+            msg = obj.get("message") if isinstance(obj, dict) else obj
+            raise RuntimeError(f"{method} {path}: HTTP {st}: {msg}")
+        return obj
+
+    def stream(self, path, timeout=3700):
+        """A watch: a fresh connection; returns (conn, response)."""
+        c = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=timeout)
+        c.request("GET", path, headers=self.headers)
+        return c, c.getresponse()
+
+
+def aw_path(ns, name=None):
+    p = f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/appwrappers"
+    return p + "/" + name if name else p
+
+
+# --------------------------------------------------------------------- watch
+
+
+class AWWatch(threading.Thread):
+    """Follows one namespace's AppWrappers with a list, then a watch from its
+    resourceVersion (re-listed on 410, resumed on a closed stream). For each
+    name: the wall and monotonic time it was first seen in each phase, and
+    when it was deleted."""
+
+    def __init__(self, kube, ns):
+        super().__init__(daemon=True)
+        self.kube, self.ns = kube, ns
+        self.cv = threading.Condition()
+        self.phase = {}        # name -> current phase ("" none yet)
+        self.suspend = {}      # name -> spec.suspend
+        self.first = collections.defaultdict(dict)  # name -> phase -> (wall, mono)
+        self.gone = {}         # name -> (wall, mono)
+        self.counts = collections.Counter()
+        self.events = 0
+        self.stopping = False
+        self.err = None
+        self.ready = threading.Event()
+        self.conn = None
+
+    def _apply(self, typ, obj):
+        md = obj.get("metadata", {})
+        name = md.get("name")
+        if not name:
+            return
+        now = (time.time(), mono())
+        if typ == "DELETED":
+            old = self.phase.pop(name, None)
+            if old is not None:
+                self.counts[old] -= 1
+            self.suspend.pop(name, None)
+            self.gone.setdefault(name, now)
+            return
+        ph = (obj.get("status") or {}).get("phase") or ""
+        old = self.phase.get(name)
+        if old is not None:
+            self.counts[old] -= 1
+        self.phase[name] = ph
+        self.counts[ph] += 1
+        self.suspend[name] = bool((obj.get("spec") or {}).get("suspend"))
+        if ph not in self.first[name]:
+            self.first[name][ph] = now
+
+    def _list(self):
+        st, lst = self.kube.request("GET", aw_path(self.ns) + "?limit=0")
+        if st != 200:
+            raise RuntimeError(f"list appwrappers: HTTP {st}")
+        with self.cv:
+            seen = set()
+            for o in lst.get("items", []):
+                self._apply("MODIFIED", o)
+                seen.add(o["metadata"]["name"])
+            for name in [n for n in self.phase if n not in seen]:
+                self._apply("DELETED", {"metadata": {"name": name}})
+            self.cv.notify_all()
+        return lst["metadata"]["resourceVersion"]
+
+    def run(self):
+        try:
+            rv = self._list()
+            while not self.stopping:
+                q = urllib.parse.urlencode({"watch": "1", "resourceVersion": rv,
+                                            "allowWatchBookmarks": "true",
+                                            "timeoutSeconds": "3600"})
+                self.conn, r = self.kube.stream(aw_path(self.ns) + "?" + q)
+                if r.status != 200:
+                    raise RuntimeError(f"watch appwrappers: HTTP {r.status}")
+                self.ready.set()
+                relist = False
+                while True:
+                    try:
+                        ln = r.readline()
+                    except (OSError, http.client.HTTPException):
+                        ln = b""
+                    if not ln:
+                        break
+                    ev = json.loads(ln)
+                    typ, obj = ev.get("type"), ev.get("object") or {}
+                    if typ == "ERROR":
+                        if obj.get("code") == 410:
+                            relist = True
+                        break
+                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    if typ == "BOOKMARK":
+                        continue
+                    with self.cv:
+                        self.events += 1
+                        self._apply(typ, obj)
+                        self.cv.notify_all()
+                self.conn.close()
+                if self.stopping:
+                    break
+                if relist:
+                    rv = self._list()
+        except Exception as e:  # reported to the waiter
+            if not self.stopping:
+                self.err = e
+                with self.cv:
+                    self.cv.notify_all()
+        finally:
+            self.ready.set()
+
+    def wait(self, pred, timeout, what, bad=()):
+        """Waits until pred(self); fails on timeout, a broken watch, or an
+        AppWrapper in one of the phases in bad."""
+        end = mono() + timeout
+        next_log = mono() + 10
+        with self.cv:
+            while not pred(self):
+                if self.err:
+                    raise RuntimeError(f"watch failed: {self.err}")
+                if any(self.counts[b] > 0 for b in bad):
+                    raise RuntimeError(f"while waiting for {what}: AppWrappers in "
+                                       f"{[b for b in bad if self.counts[b]]}: "
+                                       f"{dict(+self.counts)}")
+                now = mono()
+                if now >= end:
+                    raise RuntimeError(f"timed out waiting for {what}: "
+                                       f"{dict(+self.counts)} gone={len(self.gone)}")
+                if now >= next_log:
+                    log(f"  waiting for {what}: {dict(+self.counts)} gone={len(self.gone)}")
+                    next_log = now + 10
+                self.cv.wait(min(1.0, end - now))
+
+    def stop(self):
+        self.stopping = True
+        try:
+            if self.conn:
+                self.conn.sock and self.conn.sock.shutdown(2)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------- controller
+
+
+def proc_sample(pid):
+    """VmRSS, VmHWM (KiB), CPU seconds (utime+stime) of pid, or None."""
+    try:
+        st = {}
+        for ln in open(f"/proc/{pid}/status"):
+            k, _, v = ln.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                st[k] = int(v.split()[0])
+        raw = open(f"/proc/{pid}/stat").read()
+        f = raw[raw.rindex(")") + 2:].split()
+        cpu = (int(f[11]) + int(f[12])) / CLK_TCK  # fields 14 and 15
+        return {"rss_kib": st["VmRSS"], "hwm_kib": st["VmHWM"], "cpu_s": round(cpu, 2),
+                "t": mono()}
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+
+
+class Controller:
+    def __init__(self, binary, kubeconfig, ns, lease, identity, logpath):
+        # probes and metrics on free loopback ports: nothing else on the
+        # machine can clash, and /metrics is read at each phase boundary
+        self.cmd = [binary, "--kubeconfig", kubeconfig, "--namespace", ns,
+                    "--leader-election-namespace", ns, "--leader-election-id", lease,
+                    "--identity", identity, "--zap-log-level", "info",
+                    "--metrics-bind-address", "127.0.0.1:0",
+                    "--health-probe-bind-address", "127.0.0.1:0"]
+        self.metrics_port = None
+        self.max_depth = 0
+        self.logf = open(logpath, "wb")
+        self.p = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=self.logf,
+                                  stderr=subprocess.PIPE)
+        self.reconciling = threading.Event()
+        self.levels = collections.Counter()
+        self.msgs = collections.Counter()
+        self.last = None
+        self.peak = None
+        self._stop = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _read(self):
+        for ln in self.p.stderr:
+            self.logf.write(ln)
+            try:
+                j = json.loads(ln)
+            except ValueError:
+                continue
+            self.levels[j.get("level")] += 1
+            if j.get("level") in ("warn", "error"):
+                self.msgs[j.get("msg")] += 1
+            if j.get("msg") == "reconciling":
+                self.reconciling.set()
+            if j.get("msg") == "serving" and j.get("server") == "metrics":
+                self.metrics_port = int(j.get("port"))
+        self.logf.flush()
+
+    def _sample(self):
+        k = 0
+        while not self._stop.is_set():
+            self.sample()
+            if k % 4 == 0:  # the work queue's depth, once a second
+                m = self.metrics()
+                d = m.get('workqueue_depth{name="appwrapper"}')
+                if d is not None:
+                    self.max_depth = max(self.max_depth, int(d))
+            k += 1
+            self._stop.wait(0.25)
+
+    def metrics(self):
+        """The controller's /metrics as {name{labels}: value}; {} if unread."""
+        if not self.metrics_port:
+            return {}
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=5)
+            c.request("GET", "/metrics")
+            body = c.getresponse().read().decode()
+            c.close()
+        except (OSError, http.client.HTTPException):
+            return {}
+        out = {}
+        for ln in body.splitlines():
+            if ln and not ln.startswith("#"):
+                k, _, v = ln.rpartition(" ")
+                try:
+                    out[k] = float(v)
+                except ValueError:
+                    pass
+        return out
+
+    def sample(self):
+        s = proc_sample(self.p.pid)
+        if s:
+            self.last = s
+            if not self.peak or s["rss_kib"] > self.peak["rss_kib"]:
+                self.peak = s
+        return s
+
+    def stop(self):
+        final = self.sample()
+        self._stop.set()
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        return final
+
+
+# ------------------------------------------------------------------- objects
+
+
+def appwrapper(name):
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "AppWrapper",
+        "metadata": {
+            "name": name,
+            # No kubelet here: pods stay Pending, and with the default 5 min
+            # warmup grace the first AppWrappers admitted would be reset for
+            # insufficient pods ready before the last are Running (5,000
+            # take longer than that at the controller's qps).
+            "annotations": {WARMUP_ANNOTATION: WARMUP_GRACE},
+        },
+        "spec": {
+            "suspend": False,
+            "components": [{
+                "template": {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "completions": 1,
+                        "parallelism": 1,
+                        "backoffLimit": 0,
+                        "template": {"spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{
+                                "name": "main",
+                                "image": "busybox:1.36",
+                                "command": ["sh", "-c", "sleep 600"],
+                                "resources": {"requests": {"cpu": "10m"}},
+                            }],
+                        }},
+                    },
+                },
+            }],
+        },
+    }
+
+
+def parallel(fn, items, concurrency):
+    """Runs fn(item) on a pool; returns the results in order; the first
+    exception is raised."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as ex:
+        return list(ex.map(fn, items))
+
+
+def ensure_crd(kube):
+    base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    st, _ = kube.request("GET", f"{base}/{CRD_NAME}")
+    if st == 404:
+        # the API server decodes YAML bodies itself
+        st, obj = kube.request("POST", base, open(CRD_FILE, "rb").read(), "application/yaml")
+        if st not in (201, 409):
+            raise RuntimeError(f"creating the CRD: HTTP {st}: {obj}")
+        log("installed the AppWrapper CRD")
+    end = mono() + 60
+    while mono() < end:
+        st, crd = kube.request("GET", f"{base}/{CRD_NAME}")
+        conds = ((crd or {}).get("status") or {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+            return
+        time.sleep(0.2)
+    raise RuntimeError("the AppWrapper CRD did not become Established")
+
+
+def make_namespace(kube, ns):
+    kube.must("POST", "/api/v1/namespaces",
+              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    # Job pods name the default ServiceAccount: wait for it, or the Job
+    # controller's pod creates fail and retry
+    end = mono() + 30
+    while mono() < end:
+        st, _ = kube.request("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
+        if st == 200:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"no default ServiceAccount in {ns}")
+
+
+# ----------------------------------------------------------------- audit log
+
+
+def parse_ts(s):
+    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def audit_mark(path):
+    """Where the audit log is now: its inode and size, and the time."""
+    st = os.stat(path)
+    return {"ino": st.st_ino, "off": st.st_size, "t": time.time()}
+
+
+def audit_files(path, mark):
+    """The files holding what was logged since mark, each with the offset to
+    read from. kube-apiserver rotates its audit log (lumberjack: at 100 MB
+    unless --audit-log-maxsize says otherwise; a 5,000 AppWrapper run
+    crosses that): the file of the mark is renamed to AUDIT-<time>.log, where
+    it is read from the mark's offset, and files started since are read
+    whole."""
+    d = os.path.dirname(os.path.abspath(path))
+    base, ext = os.path.splitext(os.path.basename(path))
+    out = []
+    for fn in sorted(os.listdir(d)):
+        if fn != base + ext and not (fn.startswith(base + "-") and fn.endswith(ext)):
+            continue
+        p = os.path.join(d, fn)
+        st = os.stat(p)
+        if st.st_ino == mark["ino"]:
+            out.append((p, mark["off"]))
+        elif st.st_mtime >= mark["t"] - 1:
+            out.append((p, 0))
+    return out
+
+
+def read_audit(path, mark, ns):
+    """Audit events (ResponseComplete, or ResponseStarted of a request that
+    never completed) of namespace ns logged since mark."""
+    byid = {}
+    for p, off in audit_files(path, mark):
+        byid.update(_read_audit_file(p, off, ns, byid))
+    return list(byid.values())
+
+
+def _read_audit_file(path, offset, ns, byid):
+    with open(path, "rb") as f:
+        f.seek(offset)
+        for ln in f:
+            if ns.encode() not in ln:
+                continue
+            try:
+                e = json.loads(ln)
+            except ValueError:
+                continue
+            ref = e.get("objectRef") or {}
+            if ref.get("namespace") != ns:
+                continue
+            prev = byid.get(e["auditID"])
+            if prev is None or e.get("stage") == "ResponseComplete":
+                byid[e["auditID"]] = e
+    return byid
+
+
+def pct(v, p):
+    """Nearest-rank percentile."""
+    s = sorted(v)
+    if not s:
+        return None
+    k = max(1, -(-len(s) * p // 100))
+    return s[int(k) - 1]
+
+
+def res_name(ref):
+    r = ref.get("resource", "")
+    if ref.get("subresource"):
+        r += "/" + ref["subresource"]
+    return r
+
+
+# ----------------------------------------------------------------------- run
+
+
+def run_size(args, kube, n, runid):
+    ns = f"bench-aw-{n}-{runid}"
+    lease = "steadfast-bench"
+    res = {"size": n, "namespace": ns, "concurrency": args.concurrency}
+    log(f"[{n}] namespace {ns}")
+    make_namespace(kube, ns)
+    audit_at = audit_mark(args.audit_log)
+    w = AWWatch(kube, ns)
+    w.start()
+    if not w.ready.wait(30) or w.err:
+        raise RuntimeError(f"watch did not start: {w.err}")
+
+    t_start = mono()
+    wall_start = time.time()
+    ctl = Controller(args.steadfast, args.kubeconfig, ns, lease, f"bench-{runid}",
+                     os.path.join(args.logdir, f"steadfast-{n}.log"))
+    marks = {}
+    try:
+        if not ctl.reconciling.wait(60):
+            raise RuntimeError("the controller did not log \"reconciling\" within 60 s")
+        res["start_to_reconciling_s"] = round(mono() - t_start, 3)
+        time.sleep(2)
+        idle = ctl.sample()
+        idle["metrics"] = ctl.metrics()
+        res["idle"] = {"rss_kib": idle["rss_kib"], "hwm_kib": idle["hwm_kib"],
+                       "cpu_s": idle["cpu_s"]}
+        marks["idle"] = idle
+        log(f"[{n}] controller reconciling after {res['start_to_reconciling_s']:.2f} s; "
+            f"idle RSS {idle['rss_kib'] / 1024:.1f} MiB, CPU {idle['cpu_s']:.2f} s")
+
+        names = [f"aw-{i:05d}" for i in range(n)]
+        per_phase_timeout = 120 + n * 0.6
+
+        # ---- create, wait until Suspended
+        wall_create = time.time()
+        t0 = mono()
+        parallel(lambda nm: kube.must("POST", aw_path(ns), appwrapper(nm)), names,
+                 args.concurrency)
+        res["create_requests_s"] = round(mono() - t0, 3)
+        log(f"[{n}] {n} AppWrappers created in {res['create_requests_s']:.1f} s")
+        w.wait(lambda s: s.counts["Suspended"] == n and all(s.suspend.values()),
+               per_phase_timeout, "all Suspended")
+        res["create_to_all_suspended_s"] = round(mono() - t0, 3)
+        marks["suspended"] = ctl.sample()
+        marks["suspended"]["metrics"] = ctl.metrics()
+        log(f"[{n}] all Suspended after {res['create_to_all_suspended_s']:.1f} s")
+
+        # ---- admit, wait until Running
+        admit = {}
+
+        def do_admit(nm):
+            ts = time.time()
+            kube.must("PATCH", aw_path(ns, nm), {"spec": {"suspend": False}},
+                      "application/merge-patch+json")
+            admit[nm] = (ts, time.time())
+
+        wall_admit = time.time()
+        t0 = mono()
+        parallel(do_admit, names, args.concurrency)
+        res["admit_requests_s"] = round(mono() - t0, 3)
+        log(f"[{n}] {n} admit PATCHes answered in {res['admit_requests_s']:.1f} s")
+        w.wait(lambda s: s.counts["Running"] == n, per_phase_timeout, "all Running",
+               bad=("Resetting", "Failed", "Suspending"))
+        t_running = mono()
+        res["admit_to_all_running_s"] = round(t_running - t0, 3)
+        marks["running"] = ctl.sample()
+        marks["running"]["metrics"] = ctl.metrics()
+        log(f"[{n}] all Running {res['admit_to_all_running_s']:.1f} s after the first admit")
+        with w.cv:
+            run_lat = [(w.first[nm]["Running"][0] - admit[nm][1]) * 1000 for nm in names]
+        res["admit_to_running_ms"] = {"p50": round(pct(run_lat, 50), 1),
+                                      "p99": round(pct(run_lat, 99), 1),
+                                      "max": round(max(run_lat), 1)}
+
+        # ---- delete, wait until gone
+        wall_delete = time.time()
+        t0 = mono()
+        parallel(lambda nm: kube.must("DELETE", aw_path(ns, nm), ok=(200, 202)), names,
+                 args.concurrency)
+        res["delete_requests_s"] = round(mono() - t0, 3)
+        w.wait(lambda s: len(s.gone) == n, per_phase_timeout * 2, "all gone")
+        res["delete_to_all_gone_s"] = round(mono() - t0, 3)
+        marks["gone"] = ctl.sample()
+        marks["gone"]["metrics"] = ctl.metrics()
+        log(f"[{n}] all gone {res['delete_to_all_gone_s']:.1f} s after the first delete")
+    finally:
+        final = ctl.stop()
+        w.stop()
+    wall_end = time.time()
+    res["controller_exit"] = ctl.p.returncode
+    res["final"] = {"hwm_kib": final["hwm_kib"], "rss_kib": final["rss_kib"],
+                    "cpu_s": final["cpu_s"]}
+    res["cpu_s_by_phase"] = {
+        "create": round(marks["suspended"]["cpu_s"] - marks["idle"]["cpu_s"], 2),
+        "admit": round(marks["running"]["cpu_s"] - marks["suspended"]["cpu_s"], 2),
+        "delete": round(marks["gone"]["cpu_s"] - marks["running"]["cpu_s"], 2),
+    }
+    res["hwm_kib_by_phase"] = {k: marks[k]["hwm_kib"] for k in ("idle", "suspended", "running",
+                                                                  "gone")}
+    # the controller's own counters, per phase (from /metrics)
+    rec = 'controller_runtime_reconcile_total{controller="appwrapper",result="%s"}'
+    tsum = 'controller_runtime_reconcile_time_seconds_sum{controller="appwrapper"}'
+    tcnt = 'controller_runtime_reconcile_time_seconds_count{controller="appwrapper"}'
+
+    def reconciles(m):
+        return sum(m.get(rec % r, 0) for r in ("success", "error", "requeue", "requeue_after"))
+
+    prev = marks["idle"]["metrics"]
+    res["reconciles_by_phase"], res["reconcile_ms_mean_by_phase"] = {}, {}
+    for ph, mk in (("create", "suspended"), ("admit", "running"), ("delete", "gone")):
+        cur = marks[mk]["metrics"]
+        if cur and prev:
+            res["reconciles_by_phase"][ph] = int(reconciles(cur) - reconciles(prev))
+            dc = cur.get(tcnt, 0) - prev.get(tcnt, 0)
+            if dc:
+                res["reconcile_ms_mean_by_phase"][ph] = round(
+                    (cur.get(tsum, 0) - prev.get(tsum, 0)) / dc * 1000, 1)
+        prev = cur
+    res["workqueue_depth_max"] = ctl.max_depth
+    res["log_lines"] = dict(ctl.levels)
+    if ctl.msgs:
+        res["log_warn_error"] = dict(ctl.msgs.most_common(8))
+    res["watch_events"] = w.events
+
+    # ---- audit log
+    time.sleep(0.5)
+    res["audit_files"] = len(audit_files(args.audit_log, audit_at))
+    ev = read_audit(args.audit_log, audit_at, ns)
+    mine = [e for e in ev if e.get("userAgent", "").startswith("steadfast/")
+            and parse_ts(e["requestReceivedTimestamp"]) >= wall_start - 1]
+    bounds = [("create", wall_create, wall_admit), ("admit", wall_admit, wall_delete),
+              ("delete", wall_delete, wall_end + 60)]
+    reqs = collections.Counter()
+    by_phase = collections.defaultdict(collections.Counter)
+    non2xx = collections.Counter()
+    for e in mine:
+        key = f"{e['verb']} {res_name(e['objectRef'])}"
+        reqs[key] += 1
+        t = parse_ts(e["requestReceivedTimestamp"])
+        ph = next((p for p, a, b in bounds if a <= t < b), "startup")
+        by_phase[ph][key] += 1
+        code = (e.get("responseStatus") or {}).get("code", 0)
+        if e.get("stage") == "ResponseComplete" and not 200 <= code < 300:
+            non2xx[f"{key} {code}"] += 1
+    res["requests"] = dict(sorted(reqs.items()))
+    res["requests_by_phase"] = {p: dict(sorted(c.items())) for p, c in by_phase.items()}
+    res["requests_non2xx"] = dict(sorted(non2xx.items()))
+    durs = {"create": res["create_to_all_suspended_s"], "admit": res["admit_to_all_running_s"],
+            "delete": res["delete_to_all_gone_s"]}
+    res["requests_per_s_by_phase"] = {
+        p: round(sum(c for k, c in by_phase[p].items() if not k.startswith(("watch", "list")))
+                 / durs[p], 1) for p in durs}
+
+    admitted = {}
+    for e in ev:
+        ref = e["objectRef"]
+        if (e.get("userAgent") == DRIVER_UA and e["verb"] == "patch"
+                and ref.get("resource") == "appwrappers" and not ref.get("subresource")
+                and e.get("stage") == "ResponseComplete"):
+            admitted[ref.get("name")] = parse_ts(e["stageTimestamp"])
+    created = {}
+    for e in mine:
+        ref = e["objectRef"]
+        if (e["verb"] == "create" and ref.get("resource") == "jobs"
+                and e.get("stage") == "ResponseComplete"
+                and (e.get("responseStatus") or {}).get("code") == 201):
+            t = parse_ts(e["stageTimestamp"])
+            nm = ref.get("name")
+            if nm not in created or t < created[nm]:
+                created[nm] = t
+    lat = [(created[nm] - admitted[nm]) * 1000 for nm in admitted if nm in created]
+    res["admit_to_job_create_ms"] = {"n": len(lat), "p50": round(pct(lat, 50), 1),
+                                     "p99": round(pct(lat, 99), 1),
+                                     "max": round(max(lat), 1)} if lat else {"n": 0}
+    if len(lat) != n:
+        log(f"[{n}] WARNING: admit -> Job create matched for {len(lat)} of {n} AppWrappers "
+            f"({len(admitted)} admits, {len(created)} creates in the audit log)")
+    # the client's view of the same thing (PATCH response read -> audit create)
+    clat = [(created[nm] - admit[nm][1]) * 1000 for nm in admit if nm in created]
+    if clat:
+        res["admit_to_job_create_client_ms"] = {"p50": round(pct(clat, 50), 1),
+                                                "p99": round(pct(clat, 99), 1)}
+    if created:
+        res["first_admit_to_last_job_create_s"] = round(
+            max(created.values()) - min(admitted.values()), 3)
+
+    # clean up: the namespace (AppWrappers, Jobs and pods are already gone);
+    # waited for, so the next size starts on a quiet API server
+    kube.request("DELETE", f"/api/v1/namespaces/{ns}")
+    end = mono() + 120
+    while mono() < end and kube.request("GET", f"/api/v1/namespaces/{ns}")[0] != 404:
+        time.sleep(0.5)
+    return res
+
+
+def cmd_run(args):
+    runid = f"{os.getpid() % 100000}"
+    os.makedirs(args.logdir, exist_ok=True)
+    kube = Kube(args.kubeconfig)
+    ensure_crd(kube)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    t0 = mono()
+    with open(args.out, "a") as out:
+        for n in sizes:
+            ts = mono()
+            r = run_size(args, kube, n, runid)
+            r["part_s"] = round(mono() - ts, 1)
+            out.write(json.dumps(r) + "\n")
+            out.flush()
+            log(f"[{n}] done in {r['part_s']:.0f} s")
+    log(f"all sizes in {mono() - t0:.0f} s")
+    return 0
+
+
+# -------------------------------------------------------------------- report
+
+
+def cmd_report(args):
+    res = [json.loads(ln) for ln in open(args.results) if ln.strip()]
+    res.sort(key=lambda r: r["size"])
+    cpu = ""
+    try:
+        for ln in open("/proc/cpuinfo"):
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    sizes = [r["size"] for r in res]
+    mib = lambda k: f"{k / 1024:.1f} MiB"  # noqa: E731
+    hdr = "| measure | " + " | ".join(f"{n} AppWrappers" for n in sizes) + " |\n"
+    hdr += "|---|" + "---|" * len(sizes) + "\n"
+
+    def cell(fn, r):
+        try:
+            return fn(r)
+        except (KeyError, TypeError, ZeroDivisionError):
+            return "-"  # not measured in that run
+
+    def row(label, fn):
+        return f"| {label} | " + " | ".join(cell(fn, r) for r in res) + " |\n"
+
+    def rps(r, p):
+        return f"{r['requests_per_s_by_phase'][p]:.1f}"
+
+    def limited(r, p):
+        return sum(c for k, c in r["requests_by_phase"].get(p, {}).items()
+                   if not k.startswith(("watch", "list"))) / CTL_QPS
+
+    def per_aw(r, keys):
+        return sum(r["requests"].get(k, 0) for k in keys) / r["size"]
+
+    parts = os.environ.get("BENCH_APPWRAPPER_SIZES", ",".join(map(str, sizes)))
+    doc = f"""{SECTION_TITLE}
+
+Written by `make bench` (`BENCH_PARTS=appwrapper`, tools/bench_appwrapper.py).
+Date: {datetime.date.today()}. Machine: {os.cpu_count()} cores, {cpu}; a local API
+server started by the run (kube-apiserver v1.37.2, etcd v3.7.3;
+kube-controller-manager with the Job controller and the garbage collector;
+no scheduler, no kubelet: pods stay Pending).
+
+The controller itself, `build/steadfast`, one replica, leader election on
+(its own Lease in the namespace), watching one fresh namespace per size:
+
+    build/steadfast --kubeconfig $KUBECONFIG --namespace NS \\
+      --leader-election-namespace NS --leader-election-id steadfast-bench \\
+      --identity bench-ID --zap-log-level info \\
+      --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0
+
+For each size, in one run: N AppWrappers, each wrapping one batch/v1 Job
+(one pod, 10m CPU request, restartPolicy Never), created with
+`spec.suspend=false` and the annotation
+`workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: "{WARMUP_GRACE}"`
+(pods never start here; with the default 5 min warmup grace the first
+AppWrappers admitted of 5,000 were reset for insufficient pods ready
+before the last were Running); the controller (no webhook) sets `suspend=true`, adds
+its finalizer and moves each to Suspended. Then the driver plays Kueue: it
+admits all of them as fast as it can (merge PATCH
+`{{"spec":{{"suspend":false}}}}`, {res[0]['concurrency']} requests in flight) and follows the
+phases with one watch (no polling) until every AppWrapper is Running.
+Then it deletes them all and waits until they are gone (finalizer removed),
+so deletion is part of the lifecycle. Admission is at the API server's
+pace: the admit PATCHes take the time shown, the controller works through
+the queue while they land.
+
+- admit -> Job created: per AppWrapper, from the ResponseComplete
+  `stageTimestamp` of its admit PATCH to that of the controller's
+  `create jobs` (201) of its Job, both from the API server's audit log
+  (microseconds, one clock). Percentiles are nearest-rank.
+- admit -> Running: the PATCH response read by the driver to the watch
+  event showing phase Running (includes the watch's delivery).
+- requests: every audited request with a user agent starting
+  `steadfast/` in the namespace, from start to stop (leases included),
+  divided by N. Watches and lists are counted once each.
+- reconciles, reconcile time, work queue depth: the controller's own
+  `/metrics` (served on a free loopback port, read at each phase
+  boundary; the depth once a second). A reconcile's time runs from the
+  queue pop until its writes are answered, so it includes the wait for the
+  client's rate limiter; at most 16 run at once.
+- RSS and CPU: `VmHWM`/`VmRSS` from `/proc/PID/status` and utime+stime
+  from `/proc/PID/stat` of the controller, read at each phase boundary
+  (and every 250 ms); idle = 2 s after its `reconciling` log line, caches
+  synced on an empty namespace.
+
+The controller's API client is limited to qps {CTL_QPS} / burst {CTL_BURST}
+(src/manager/manager.c; not changed for the benchmark): every phase below
+needs a few writes per AppWrapper, so the phase times are bounded by that
+limiter, not by the controller's CPU; the request rates, the time the
+limiter alone needs for each phase's requests, and the CPU seconds show it.
+
+Command: `make bench BENCH_PARTS=appwrapper` (sizes {parts}; the part took
+{sum(r['part_s'] for r in res) / 60:.0f} min in all, including setup and cleanup of each namespace).
+
+"""
+    doc += hdr
+    doc += row("controller start -> `reconciling`", lambda r: f"{r['start_to_reconciling_s']:.2f} s")
+    doc += row("create N (driver, POSTs answered)", lambda r: f"{r['create_requests_s']:.1f} s")
+    doc += row("create -> all Suspended", lambda r: f"{r['create_to_all_suspended_s']:.1f} s")
+    doc += row("admit N (driver, PATCHes answered)", lambda r: f"{r['admit_requests_s']:.1f} s")
+    doc += row("**first admit -> all Running**", lambda r: f"**{r['admit_to_all_running_s']:.1f} s**")
+    doc += row("first admit -> last Job created (audit)",
+               lambda r: f"{r.get('first_admit_to_last_job_create_s', 0):.1f} s")
+    if any(r["admit_to_job_create_ms"].get("n") != r["size"] for r in res):
+        doc += row("  AppWrappers with both audit records (admit, Job create)",
+                   lambda r: f"{r['admit_to_job_create_ms']['n']}")
+    doc += row("**admit -> Job created, p50 / p99**",
+               lambda r: f"**{r['admit_to_job_create_ms']['p50'] / 1000:.2f} s / "
+                         f"{r['admit_to_job_create_ms']['p99'] / 1000:.2f} s**")
+    doc += row("admit -> Running (watch), p50 / p99",
+               lambda r: f"{r['admit_to_running_ms']['p50'] / 1000:.2f} s / "
+                         f"{r['admit_to_running_ms']['p99'] / 1000:.2f} s")
+    doc += row("delete -> all gone", lambda r: f"{r['delete_to_all_gone_s']:.1f} s")
+    doc += row("controller requests/s: create, admit, delete phase",
+               lambda r: f"{rps(r, 'create')}, {rps(r, 'admit')}, {rps(r, 'delete')}")
+    doc += row(f"  the same phases at {CTL_QPS} qps alone (requests / {CTL_QPS})",
+               lambda r: ", ".join(f"{limited(r, p):.1f} s" for p in ("create", "admit", "delete")))
+    doc += row("reconciles per AppWrapper: create, admit, delete phase",
+               lambda r: ", ".join(f"{r.get('reconciles_by_phase', {}).get(p, 0) / r['size']:.1f}"
+                                   for p in ("create", "admit", "delete")))
+    doc += row("mean reconcile (queue pop to plan carried out): create, admit, delete",
+               lambda r: ", ".join(f"{r.get('reconcile_ms_mean_by_phase', {}).get(p, 0):.0f} ms"
+                                   for p in ("create", "admit", "delete")))
+    doc += row("largest work queue depth seen (1 s samples)",
+               lambda r: f"{r.get('workqueue_depth_max', 0)}")
+    doc += row("**API requests per AppWrapper lifecycle**",
+               lambda r: f"**{sum(r['requests'].values()) / r['size']:.2f}**")
+    doc += row("  of which writes (create, patch, update, delete)",
+               lambda r: f"{per_aw(r, [k for k in r['requests'] if k.split()[0] in ('create', 'patch', 'update', 'delete')]):.2f}")
+    doc += row("**peak RSS (VmHWM) over the run**", lambda r: f"**{mib(r['final']['hwm_kib'])}**")
+    doc += row("  VmHWM when all Suspended / Running / gone",
+               lambda r: " / ".join(mib(r["hwm_kib_by_phase"][k]) for k in ("suspended", "running", "gone")))
+    doc += row("**CPU (utime+stime) over the run**", lambda r: f"**{r['final']['cpu_s']:.2f} s**")
+    doc += row("  CPU in create / admit / delete phase",
+               lambda r: " / ".join(f"{r['cpu_s_by_phase'][k]:.2f}" for k in ("create", "admit", "delete")) + " s")
+    doc += row("  CPU per AppWrapper lifecycle",
+               lambda r: f"{r['final']['cpu_s'] / r['size'] * 1000:.2f} ms")
+    doc += row("idle after sync: RSS / VmHWM / CPU",
+               lambda r: f"{mib(r['idle']['rss_kib'])} / {mib(r['idle']['hwm_kib'])} / {r['idle']['cpu_s']:.2f} s")
+    doc += row("whole size (namespace to cleanup)", lambda r: f"{r['part_s']:.0f} s")
+
+    doc += "\nRequests of the controller per AppWrapper, by verb and resource " \
+           "(create / admit / delete: the phase the request fell in; startup: before the first create):\n\n"
+    # event writes are listed even when there were none
+    keys = sorted({k for r in res for k in r["requests"]} | {"create events", "patch events"},
+                  key=lambda k: (k.split()[1], k.split()[0]))
+    doc += "| request | " + " | ".join(f"{n}: per AW | {n}: create / admit / delete / startup"
+                                       for n in sizes) + " |\n"
+    doc += "|---|" + "---|---|" * len(sizes) + "\n"
+    for k in keys:
+        cells = []
+        for r in res:
+            c = r["requests"].get(k, 0)
+            bp = r["requests_by_phase"]
+            split = " / ".join(str(bp.get(p, {}).get(k, 0)) for p in ("create", "admit", "delete", "startup"))
+            cells += [f"{c / r['size']:.3f}", split]
+        doc += f"| {k} | " + " | ".join(cells) + " |\n"
+    doc += "| **total** | " + " | ".join(
+        f"**{sum(r['requests'].values()) / r['size']:.2f}** | " + " / ".join(
+            str(sum(r["requests_by_phase"].get(p, {}).values())) for p in ("create", "admit", "delete", "startup"))
+        for r in res) + " |\n"
+    errs = [(r["size"], r["requests_non2xx"]) for r in res if r["requests_non2xx"]]
+    if errs:
+        doc += "\nAnswers other than 2xx: " + "; ".join(
+            f"{n}: " + ", ".join(f"{k} x{v}" for k, v in e.items()) for n, e in errs) + ".\n"
+    else:
+        doc += "\nEvery request of the controller was answered 2xx.\n"
+    doc += """
+Comparison: a side-by-side run of the upstream Go controller
+(project-codeflare/appwrapper) on the same API server is future work; these
+are Steadfast's numbers alone.
+
+Raw results (one JSON line per size):
+
+```
+"""
+    doc += "".join(json.dumps(r) + "\n" for r in res)
+    doc += "```\n"
+    open(args.section, "w").write(doc)
+    print(doc)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--kubeconfig", required=True)
+    r.add_argument("--audit-log", required=True)
+    r.add_argument("--steadfast", required=True)
+    r.add_argument("--sizes", default="1000,5000")
+    r.add_argument("--concurrency", type=int, default=32)
+    r.add_argument("--logdir", default=".")
+    r.add_argument("--out", required=True)
+    p = sub.add_parser("report")
+    p.add_argument("results")
+    p.add_argument("section")
+    args = ap.parse_args()
+    if args.cmd == "report":
+        return cmd_report(args)
+    return cmd_run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
