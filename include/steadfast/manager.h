@@ -32,6 +32,8 @@ typedef struct sf_mgr_opts {
 	long lease_ms, renew_ms, retry_ms; /* 0 = client-go's defaults */
 	const char *identity;              /* NULL = <$POD_NAME or hostname>_<random> */
 	const char *watch_namespace;       /* NULL = all */
+	double kube_api_qps;               /* client rate limit; 0 = 50, < 0 = none */
+	int kube_api_burst;                /* 0 = 100 */
 	const sf_aw_config *cfg;           /* borrowed */
 } sf_mgr_opts;
 
@@ -43,6 +45,7 @@ typedef struct sf_mgr_opts {
  *   --leader-elect-renew-deadline --leader-elect-retry-period (Go durations)
  *   --metrics-bind-address --health-probe-bind-address --config
  *   --zap-log-level --namespace (watch only this one) --identity
+ *   --kube-api-qps --kube-api-burst (kube-controller-manager's names)
  * The operator config (--config) is loaded and validated into store->cfg;
  * bind-address flags override its controllerManager keys, and
  * --leader-elect overrides its leaderElection (default on).

@@ -29,6 +29,8 @@ enum {
 	F_LOG_LEVEL,
 	F_NAMESPACE,
 	F_IDENTITY,
+	F_QPS,
+	F_BURST,
 	F_HELP,
 	F_VERSION,
 };
@@ -52,6 +54,8 @@ static const struct flag {
     {"zap-log-level", F_LOG_LEVEL, 0},
     {"namespace", F_NAMESPACE, 0},
     {"identity", F_IDENTITY, 0},
+    {"kube-api-qps", F_QPS, 0},
+    {"kube-api-burst", F_BURST, 0},
     {"help", F_HELP, 1},
     {"h", F_HELP, 1},
     {"version", F_VERSION, 1},
@@ -83,6 +87,10 @@ const char *sf_mgr_usage(void)
 	       "info)\n"
 	       "  --namespace NS                     watch only this namespace\n"
 	       "  --identity ID                      election identity (default <pod>_<random>)\n"
+	       "  --kube-api-qps N                   API client rate limit, requests/s (default "
+	       "50;\n"
+	       "                                     0 or less: no client-side limit)\n"
+	       "  --kube-api-burst N                 API client burst (default 100)\n"
 	       "  --version, --help\n";
 }
 
@@ -184,6 +192,28 @@ int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, 
 			break;
 		case F_NAMESPACE: o->watch_namespace = v; break;
 		case F_IDENTITY: o->identity = v; break;
+		case F_QPS: {
+			char *end;
+			double q = strtod(v, &end);
+			if (end == v || *end) {
+				snprintf(err, errlen, "invalid value \"%s\" for -kube-api-qps", v);
+				return -EINVAL;
+			}
+			o->kube_api_qps = q > 0 ? q : -1;
+			break;
+		}
+		case F_BURST: {
+			char *end;
+			long nb = strtol(v, &end, 10);
+			if (end == v || *end || nb < 1 || nb > 100000) {
+				snprintf(err, errlen,
+				         "invalid value \"%s\" for -kube-api-burst: want 1..100000",
+				         v);
+				return -EINVAL;
+			}
+			o->kube_api_burst = (int)nb;
+			break;
+		}
 		case F_HELP: st->want_help = b; break;
 		case F_VERSION: st->want_version = b; break;
 		}

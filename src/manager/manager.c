@@ -231,7 +231,9 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	uv_loop_init(&m.loop);
 	char ua[128];
 	snprintf(ua, sizeof(ua), "steadfast/%s (linux) appwrapper-controller", SF_VERSION);
-	sf_kube_client_opts co = {.user_agent = ua, .qps = 50, .burst = 100};
+	sf_kube_client_opts co = {.user_agent = ua,
+	                          .qps = o->kube_api_qps ? o->kube_api_qps : 50,
+	                          .burst = o->kube_api_burst ? o->kube_api_burst : 100};
 	if ((rc = sf_kube_client_new(&m.loop, m.cfg, &co, &m.client)) < 0) {
 		sf_log_error(LOGGER, "cannot create the API client", "error", strerror(-rc), NULL);
 		goto fail;

@@ -63,6 +63,14 @@ Test(flags, controller_runtime_spellings_and_go_syntax)
 	cr_assert(f.log_level_set);
 	cr_assert_eq(f.log_level, 1);
 	cr_assert_str_eq(o.watch_namespace, "team-a");
+	cr_assert_eq(o.kube_api_qps, 0, "unset: the manager's default");
+	cr_assert_eq(
+	    parse(&o, &f, err, sizeof(err), "--kube-api-qps=200", "--kube-api-burst", "400", NULL),
+	    0, "%s", err);
+	cr_assert_eq(o.kube_api_qps, 200.0);
+	cr_assert_eq(o.kube_api_burst, 400);
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "--kube-api-qps=0", NULL), 0, "%s", err);
+	cr_assert_lt(o.kube_api_qps, 0, "0 means no client-side limit");
 }
 
 Test(flags, errors_name_the_flag)
@@ -80,6 +88,10 @@ Test(flags, errors_name_the_flag)
 	cr_assert(strstr(err, "needs an argument"), "%s", err);
 	cr_assert_lt(parse(&o, &f, err, sizeof(err), "--zap-log-level=loud", NULL), 0);
 	cr_assert(strstr(err, "zap-log-level"), "%s", err);
+	cr_assert_lt(parse(&o, &f, err, sizeof(err), "--kube-api-qps=fast", NULL), 0);
+	cr_assert(strstr(err, "kube-api-qps"), "%s", err);
+	cr_assert_lt(parse(&o, &f, err, sizeof(err), "--kube-api-burst=0", NULL), 0);
+	cr_assert(strstr(err, "kube-api-burst"), "%s", err);
 	cr_assert_lt(parse(&o, &f, err, sizeof(err), "stray", NULL), 0);
 	cr_assert(strstr(err, "stray"), "%s", err);
 }
