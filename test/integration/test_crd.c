@@ -102,7 +102,7 @@ static sf_obj *get_aw(const char *ns, const char *name, long want_status)
 {
 	tl_res r;
 	sf_kube_req req = {.method = "GET", .gvr = &TL_AW_GVR, .ns = ns, .name = name};
-	tl_aw_do(&K, &req, &r);
+	tl_do(&K, &req, &r);
 	cr_assert_eq(r.http_status, want_status, "GET appwrapper %s/%s: %ld %s %s", ns, name,
 	             r.http_status, r.message, r.errmsg);
 	sf_obj *o = r.obj ? sf_obj_ref(r.obj) : NULL;
@@ -114,7 +114,7 @@ static unsigned long count_aws(const char *ns)
 {
 	tl_res r;
 	sf_kube_req req = {.method = "GET", .gvr = &TL_AW_GVR, .ns = ns};
-	tl_aw_do(&K, &req, &r);
+	tl_do(&K, &req, &r);
 	cr_assert_eq(r.http_status, 200, "LIST appwrappers: %ld %s", r.http_status, r.message);
 	cr_assert(r.obj, "LIST without a body");
 	unsigned long n = (unsigned long)sf_jv_len(jpath(r.obj, "items"));
@@ -126,7 +126,7 @@ static sf_obj *get_crd(void)
 {
 	tl_res r;
 	sf_kube_req req = {.method = "GET", .gvr = &SF_GVR_CRDS, .name = TL_AW_CRD_NAME};
-	tl_aw_do(&K, &req, &r);
+	tl_do(&K, &req, &r);
 	cr_assert_eq(r.http_status, 200, "GET CRD: %ld %s", r.http_status, r.message);
 	sf_obj *o = sf_obj_ref(r.obj);
 	tl_res_clear(&r);
@@ -243,13 +243,13 @@ Test(crd, discovery_shows_short_name_and_status_subresource)
 	int64_t deadline = sf_mono_ns() + 30 * 1000000000LL;
 	for (;;) {
 		sf_kube_req req = {.method = "GET", .path = "/apis/workload.codeflare.dev/v1beta2"};
-		tl_aw_do(&K, &req, &r);
+		tl_do(&K, &req, &r);
 		if (r.http_status == 200 && appwrappers_listed(r.obj))
 			break;
 		cr_assert(sf_mono_ns() < deadline, "appwrappers never listed by discovery: %ld %s",
 		          r.http_status, r.obj ? r.obj->json : r.message);
 		tl_res_clear(&r);
-		tl_aw_run_until_fn(&K.loop, never, NULL, 200);
+		tl_run_until_fn(&K.loop, never, NULL, 200);
 	}
 	int main_seen = 0, status_seen = 0;
 	sf_jv_iter it = sf_jv_iter_init(jpath(r.obj, "resources"));
@@ -282,7 +282,7 @@ Test(crd, discovery_shows_short_name_and_status_subresource)
 
 	/* the group prefers v1beta2 */
 	sf_kube_req grp = {.method = "GET", .path = "/apis/workload.codeflare.dev"};
-	tl_aw_do(&K, &grp, &r);
+	tl_do(&K, &grp, &r);
 	cr_assert_eq(r.http_status, 200, "%s", r.message);
 	cr_assert(sf_jv_streq(jpath(r.obj, "preferredVersion.version"), "v1beta2"), "%s",
 	          r.obj->json);
@@ -293,7 +293,7 @@ Test(crd, discovery_shows_short_name_and_status_subresource)
 	cr_assert_eq(sf_kube_resolve(K.client, "workload.codeflare.dev/v1beta2", "AppWrapper",
 	                             on_resolved, &rv),
 	             0);
-	tl_aw_run_until_fn(&K.loop, resolved_done, &rv, 30000);
+	tl_run_until_fn(&K.loop, resolved_done, &rv, 30000);
 	cr_assert(rv.done, "discovery did not answer");
 	cr_assert_eq(rv.err, 0);
 	cr_assert_str_eq(rv.resource, "appwrappers");
@@ -427,7 +427,7 @@ Test(crd, every_sample_is_stored_with_its_templates_unchanged)
 {
 	tl_aw_install_crd(&K);
 	char ns[64];
-	tl_aw_namespace(&K, "it-aw-samples", ns, sizeof(ns));
+	tl_namespace(&K, "it-aw-samples", ns, sizeof(ns));
 	char **files;
 	size_t n = tl_aw_list_yaml(TL_AW_SAMPLES_DIR, &files);
 	cr_assert_gt(n, 0);
@@ -471,14 +471,14 @@ Test(crd, every_sample_is_stored_with_its_templates_unchanged)
 	}
 	cr_assert_eq(count_aws(ns), n, "one AppWrapper per sample file");
 	tl_aw_files_free(files, n);
-	tl_aw_namespace_delete(&K, ns);
+	tl_namespace_delete(&K, ns);
 }
 
 Test(crd, every_sample_passes_a_server_side_dry_run)
 {
 	tl_aw_install_crd(&K);
 	char ns[64];
-	tl_aw_namespace(&K, "it-aw-dry", ns, sizeof(ns));
+	tl_namespace(&K, "it-aw-dry", ns, sizeof(ns));
 	char **files;
 	size_t n = tl_aw_list_yaml(TL_AW_SAMPLES_DIR, &files);
 	cr_assert_gt(n, 0);
@@ -500,7 +500,7 @@ Test(crd, every_sample_passes_a_server_side_dry_run)
 	}
 	cr_assert_eq(count_aws(ns), 0, "a dry run stored something");
 	tl_aw_files_free(files, n);
-	tl_aw_namespace_delete(&K, ns);
+	tl_namespace_delete(&K, ns);
 }
 
 /* ---- status subresource ---- */
@@ -511,7 +511,7 @@ static tl_res patch(const char *ns, const char *name, const char *sub, const cha
 	cr_assert_eq(sf_kube_patch(K.client, &TL_AW_GVR, ns, name, sub, SF_PATCH_MERGE, body, NULL,
 	                           0, tl_res_cb, &r, NULL),
 	             0);
-	tl_aw_wait(&K.loop, &r, 30000);
+	tl_wait(&K.loop, &r, 30000);
 	return r;
 }
 
@@ -519,7 +519,7 @@ Test(crd, status_subresource_splits_status_from_spec)
 {
 	tl_aw_install_crd(&K);
 	char ns[64];
-	tl_aw_namespace(&K, "it-aw-status", ns, sizeof(ns));
+	tl_namespace(&K, "it-aw-status", ns, sizeof(ns));
 	tl_aw_applied a;
 	tl_aw_apply_yaml(&K, ns, TL_AW_SAMPLES_DIR "/pod.yaml", NULL, &a);
 	const char *name = a.docs[0].name;
@@ -600,7 +600,7 @@ Test(crd, status_subresource_splits_status_from_spec)
 	                   .name = name,
 	                   .body = put,
 	                   .body_len = strlen(put)};
-	tl_aw_do(&K, &upd, &r);
+	tl_do(&K, &upd, &r);
 	free(put);
 	cr_assert_eq(r.http_status, 200, "PUT: %ld %s", r.http_status, r.message);
 	tl_res_clear(&r);
@@ -637,7 +637,7 @@ Test(crd, status_subresource_splits_status_from_spec)
 	             "a /status write changed spec");
 	sf_obj_unref(o);
 	tl_aw_applied_clear(&a);
-	tl_aw_namespace_delete(&K, ns);
+	tl_namespace_delete(&K, ns);
 }
 
 /* ---- validation ---- */
@@ -653,7 +653,7 @@ Test(crd, invalid_appwrappers_are_refused_with_422_naming_the_field)
 {
 	tl_aw_install_crd(&K);
 	char ns[64];
-	tl_aw_namespace(&K, "it-aw-bad", ns, sizeof(ns));
+	tl_namespace(&K, "it-aw-bad", ns, sizeof(ns));
 	static const char tmpl[] = "      apiVersion: v1\n"
 	                           "      kind: Pod\n"
 	                           "      metadata: {name: p}\n"
@@ -712,7 +712,7 @@ Test(crd, invalid_appwrappers_are_refused_with_422_naming_the_field)
 		tl_aw_applied_clear(&a);
 	}
 	cr_assert_eq(count_aws(ns), 0, "an invalid AppWrapper was stored");
-	tl_aw_namespace_delete(&K, ns);
+	tl_namespace_delete(&K, ns);
 }
 
 /* ---- pruning ---- */
@@ -721,7 +721,7 @@ Test(crd, unknown_fields_pruned_outside_templates_kept_inside)
 {
 	tl_aw_install_crd(&K);
 	char ns[64];
-	tl_aw_namespace(&K, "it-aw-prune", ns, sizeof(ns));
+	tl_namespace(&K, "it-aw-prune", ns, sizeof(ns));
 	static const char yaml[] = "apiVersion: workload.codeflare.dev/v1beta2\n"
 	                           "kind: AppWrapper\n"
 	                           "metadata:\n"
@@ -763,5 +763,5 @@ Test(crd, unknown_fields_pruned_outside_templates_kept_inside)
 	cr_expect_eq(sf_jv_type(jpath(o, "status")), SF_JSON_NONE, "%s", o->json);
 	sf_obj_unref(o);
 	tl_aw_applied_clear(&a);
-	tl_aw_namespace_delete(&K, ns);
+	tl_namespace_delete(&K, ns);
 }

@@ -391,7 +391,7 @@ static long admin_delete(const sf_gvr *gvr, const char *ns, const char *name)
 {
 	tl_res r;
 	sf_kube_req q = {.method = "DELETE", .gvr = gvr, .ns = ns, .name = name};
-	tl_aw_do(&K, &q, &r);
+	tl_do(&K, &q, &r);
 	long st = r.http_status;
 	tl_res_clear(&r);
 	return st;
@@ -437,9 +437,9 @@ static void suite_fini(void)
 		sf_informer_free(infs[i]);
 	AWS = PODS = JOBS = EVENTS = NULL;
 	if (AWNS[0])
-		tl_aw_namespace_delete(&K, AWNS);
+		tl_namespace_delete(&K, AWNS);
 	if (CTLNS[0])
-		tl_aw_namespace_delete(&K, CTLNS);
+		tl_namespace_delete(&K, CTLNS);
 	if (CRB_NAME[0])
 		admin_delete(&GVR_CLUSTERROLEBINDINGS, NULL, CRB_NAME);
 	if (CR_NAME[0])
@@ -803,7 +803,7 @@ static void install_servicemonitor_crd(void)
 	tl_res r;
 	sf_kube_req q = {
 	    .method = "POST", .gvr = &SF_GVR_CRDS, .body = json, .body_len = strlen(json)};
-	tl_aw_do(&K, &q, &r);
+	tl_do(&K, &q, &r);
 	cr_assert(r.http_status == 201 || r.http_status == 409, "create %s: %ld %s", SM_CRD_NAME,
 	          r.http_status, r.message);
 	SM_CRD_CREATED = r.http_status == 201;
@@ -861,7 +861,7 @@ Test(manifests, every_manifest_passes_a_server_side_dry_run)
 	tl_res r;
 	sf_kube_req q = {
 	    .method = "GET", .gvr = &GVR_DEPLOYMENTS, .ns = dep->ns, .name = dep->name};
-	tl_aw_do(&K, &q, &r);
+	tl_do(&K, &q, &r);
 	cr_assert_eq(r.http_status, 404, "Deployment %s/%s exists after a dry run: %ld", dep->ns,
 	             dep->name, r.http_status);
 	tl_res_clear(&r);
@@ -925,7 +925,7 @@ static char *mint_token(const char *ns, const char *sa)
 	                 .subresource = "token",
 	                 .body = body,
 	                 .body_len = strlen(body)};
-	tl_aw_do(&K, &q, &r);
+	tl_do(&K, &q, &r);
 	cr_assert_eq(r.http_status, 201, "TokenRequest for %s/%s: %ld %s", ns, sa, r.http_status,
 	             r.message);
 	char *tok = sf_jv_strdup(sf_jv_path(sf_obj_root(r.obj), "status.token"));
@@ -940,7 +940,7 @@ static long sa_do(const sf_kube_req *q, tl_res *r)
 {
 	memset(r, 0, sizeof(*r));
 	cr_assert_eq(sf_kube_do(SA, q, tl_res_cb, r, NULL), 0);
-	tl_aw_wait(&K.loop, r, 30000);
+	tl_wait(&K.loop, r, 30000);
 	return r->http_status;
 }
 
@@ -1042,7 +1042,7 @@ static long admin_req(const char *method, const sf_gvr *gvr, const char *name, c
 	                 .body_len = body ? strlen(body) : 0,
 	                 .content_type =
 	                     strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL};
-	tl_aw_do(&K, &q, &r);
+	tl_do(&K, &q, &r);
 	long st = r.http_status;
 	tl_res_clear(&r);
 	return st;
@@ -1292,7 +1292,7 @@ static long post_dry_run(const sf_gvr *gvr, const char *ns, const char *json, tl
 	                 .query = "dryRun=All",
 	                 .body = json,
 	                 .body_len = strlen(json)};
-	tl_aw_do(&K, &q, r);
+	tl_do(&K, &q, r);
 	return r->http_status;
 }
 
@@ -1313,7 +1313,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	char *j = relocate(only(&m, "Namespace"), CTLNS);
 	apply_json(NULL, j, NULL);
 	free(j);
-	tl_aw_namespace(&K, "sfaw", AWNS, sizeof(AWNS));
+	tl_namespace(&K, "sfaw", AWNS, sizeof(AWNS));
 	fmt_suffixed(CR_NAME, sizeof(CR_NAME), only(&m, "ClusterRole")->name);
 	fmt_suffixed(CRB_NAME, sizeof(CRB_NAME), only(&m, "ClusterRoleBinding")->name);
 	static const char *const rbac[] = {
@@ -1394,7 +1394,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 		cr_assert_fail("the controller did not start leading within 30 s");
 	}
 	sf_kube_req lq = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = CTLNS, .name = lease};
-	tl_aw_do(&K, &lq, &r);
+	tl_do(&K, &lq, &r);
 	cr_assert_eq(r.http_status, 200);
 	cr_assert(
 	    sf_jv_streq(sf_jv_path(sf_obj_root(r.obj), "spec.holderIdentity"), "manifests-rbac"),
@@ -1471,7 +1471,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	             "the controller did not exit within 15 s of SIGTERM");
 	cr_assert(status == 0 && sig == 0, "exit status %lld, signal %d", (long long)status, sig);
 	cr_assert(tl_ctl_count(c, "released the lease", nlines) > 0, "no release logged");
-	tl_aw_do(&K, &lq, &r);
+	tl_do(&K, &lq, &r);
 	cr_assert_eq(r.http_status, 200);
 	char holder[128] = "";
 	sf_jv_str(sf_jv_path(sf_obj_root(r.obj), "spec.holderIdentity"), holder, sizeof(holder));
@@ -1516,7 +1516,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                  .ns = CTLNS,
 	                  .body = lb,
 	                  .body_len = strlen(lb)};
-	tl_aw_do(&K, &mk, &r);
+	tl_do(&K, &mk, &r);
 	cr_assert_eq(r.http_status, 201);
 	tl_res_clear(&r);
 	sf_kube_req own = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = CTLNS, .name = lease};
@@ -1563,7 +1563,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                   .body_len = strlen(awput)};
 	cr_assert_eq(sa_status(&q10), 403, "updating (PUT) an AppWrapper");
 	/* the other Lease is still there */
-	tl_aw_do(&K, &q2, &r);
+	tl_do(&K, &q2, &r);
 	cr_assert_eq(r.http_status, 200);
 	tl_res_clear(&r);
 	mset_free(&m);

@@ -19,101 +19,6 @@
 
 const sf_gvr TL_AW_GVR = {"workload.codeflare.dev", "v1beta2", "appwrappers", 1};
 
-/* ---- waiting (see tl_aw.h) ---- */
-
-typedef struct waiter {
-	int (*pred)(void *ud);
-	void *ud;
-	int fired;
-} waiter;
-
-static void on_waiter_deadline(uv_timer_t *t)
-{
-	((waiter *)t->data)->fired = 1;
-}
-
-/* Runs before the loop would block in poll: stop it instead when done. */
-static void on_waiter_prepare(uv_prepare_t *p)
-{
-	waiter *w = p->data;
-	if (w->fired || w->pred(w->ud))
-		uv_stop(p->loop);
-}
-
-static void on_close_free(uv_handle_t *h)
-{
-	free(h);
-}
-
-int tl_aw_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeout_ms)
-{
-	waiter w = {pred, ud, 0};
-	uv_timer_t *t = malloc(sizeof(*t));
-	uv_prepare_t *p = malloc(sizeof(*p));
-	cr_assert(t && p, "out of memory");
-	uv_timer_init(loop, t);
-	uv_prepare_init(loop, p);
-	t->data = &w;
-	p->data = &w;
-	uv_update_time(loop); /* the loop's clock may be stale */
-	uv_timer_start(t, on_waiter_deadline, (uint64_t)timeout_ms, 0);
-	uv_prepare_start(p, on_waiter_prepare);
-	while (!pred(ud) && !w.fired)
-		uv_run(loop, UV_RUN_ONCE);
-	int ok = pred(ud);
-	uv_timer_stop(t);
-	uv_prepare_stop(p);
-	uv_close((uv_handle_t *)t, on_close_free);
-	uv_close((uv_handle_t *)p, on_close_free);
-	uv_run(loop, UV_RUN_NOWAIT);
-	return ok ? 0 : -ETIMEDOUT;
-}
-
-static int flag_set(void *ud)
-{
-	return *(const int *)ud != 0;
-}
-
-void tl_aw_wait(uv_loop_t *loop, tl_res *r, long timeout_ms)
-{
-	cr_assert_eq(tl_aw_run_until_fn(loop, flag_set, &r->done, timeout_ms), 0,
-	             "request did not finish within %ld ms", timeout_ms);
-}
-
-void tl_aw_do(tl_kube *k, const sf_kube_req *req, tl_res *out)
-{
-	memset(out, 0, sizeof(*out));
-	int rc = sf_kube_do(k->client, req, tl_res_cb, out, NULL);
-	cr_assert_eq(rc, 0, "sf_kube_do: %d", rc);
-	tl_aw_wait(&k->loop, out, 60000);
-}
-
-const char *tl_aw_namespace(tl_kube *k, const char *prefix, char *buf, size_t n)
-{
-	snprintf(buf, n, "%s-%04x%04x", prefix, (unsigned)rand() & 0xffff,
-	         (unsigned)(sf_mono_ns() & 0xffff));
-	char body[256];
-	snprintf(body, sizeof(body),
-	         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
-	         buf);
-	tl_res r;
-	sf_kube_req req = {
-	    .method = "POST", .gvr = &SF_GVR_NAMESPACES, .body = body, .body_len = strlen(body)};
-	tl_aw_do(k, &req, &r);
-	cr_assert_eq(r.http_status, 201, "create namespace %s: %ld %s %s", buf, r.http_status,
-	             r.message, r.errmsg);
-	tl_res_clear(&r);
-	return buf;
-}
-
-void tl_aw_namespace_delete(tl_kube *k, const char *ns)
-{
-	tl_res r;
-	sf_kube_req req = {.method = "DELETE", .gvr = &SF_GVR_NAMESPACES, .name = ns};
-	tl_aw_do(k, &req, &r);
-	tl_res_clear(&r);
-}
-
 /* ---- source tree ---- */
 
 const char *tl_aw_src_path(const char *rel, char *buf, size_t n)
@@ -258,8 +163,7 @@ static void apply_one(tl_kube *k, const char *ns, const tl_aw_apply_opts *opts, 
 	resolve_res rr = {0};
 	int rc = sf_kube_resolve(k->client, d->api_version, d->kind, on_resolved, &rr);
 	cr_assert_eq(rc, 0, "resolve %s %s: %d", d->api_version, d->kind, rc);
-	cr_assert_eq(tl_aw_run_until_fn(&k->loop, flag_set, &rr.done, 30000), 0,
-	             "discovery did not answer");
+	cr_assert_eq(tl_run_until(&k->loop, &rr.done, 30000), 0, "discovery did not answer");
 	if (rr.err) {
 		d->http_status = 0;
 		snprintf(d->message, sizeof(d->message), "%s", rr.errmsg);
@@ -279,13 +183,13 @@ static void apply_one(tl_kube *k, const char *ns, const tl_aw_apply_opts *opts, 
 	                      .query = query,
 	                      .body = d->sent,
 	                      .body_len = strlen(d->sent)};
-	tl_aw_do(k, &create, &r);
+	tl_do(k, &create, &r);
 	for (int attempt = 0; attempt < 5 && r.http_status == 409 && d->name[0]; attempt++) {
 		if (attempt == 0 && strcmp(r.reason, "AlreadyExists") != 0)
 			break;
 		tl_res_clear(&r);
 		sf_kube_req get = {.method = "GET", .gvr = &gvr, .ns = target, .name = d->name};
-		tl_aw_do(k, &get, &r);
+		tl_do(k, &get, &r);
 		if (r.http_status != 200)
 			break;
 		char *body = with_resource_version(d->sent, r.obj->rv);
@@ -297,7 +201,7 @@ static void apply_one(tl_kube *k, const char *ns, const tl_aw_apply_opts *opts, 
 		                   .query = query,
 		                   .body = body,
 		                   .body_len = strlen(body)};
-		tl_aw_do(k, &put, &r);
+		tl_do(k, &put, &r);
 		free(body);
 	}
 	record(d, &r);
@@ -389,7 +293,7 @@ void tl_aw_wait_established(tl_kube *k, const char *name, long timeout_ms)
 	for (;;) {
 		tl_res r;
 		sf_kube_req get = {.method = "GET", .gvr = &SF_GVR_CRDS, .name = name};
-		tl_aw_do(k, &get, &r);
+		tl_do(k, &get, &r);
 		cr_assert_eq(r.http_status, 200, "GET CRD %s: %ld %s %s", name, r.http_status,
 		             r.message, r.errmsg);
 		int done = crd_established(r.obj);
@@ -412,10 +316,10 @@ void tl_aw_wait_established(tl_kube *k, const char *name, long timeout_ms)
 		int rc = sf_kube_watch(k->client, &SF_GVR_CRDS, NULL, &lo, on_crd_event, tl_res_cb,
 		                       &w, &call);
 		cr_assert_eq(rc, 0, "watch CRD: %d", rc);
-		tl_aw_run_until_fn(&k->loop, est_watch_over, &w, left);
+		tl_run_until_fn(&k->loop, est_watch_over, &w, left);
 		if (!w.end.done)
 			sf_kube_call_cancel(call);
-		tl_aw_wait(&k->loop, &w.end, 10000);
+		tl_wait(&k->loop, &w.end, 10000);
 		cr_assert(w.end.err == 0 || w.end.err == -ECANCELED || w.end.err == -ETIMEDOUT,
 		          "watch CRD: %d %s", w.end.err, w.end.errmsg);
 		tl_res_clear(&w.end);

@@ -22,19 +22,6 @@
 #define TL_AW_SAMPLES_DIR "test/samples"
 #define TL_AW_MAX_DOCS 32
 
-/* Waiting on the loop. tl_run_until / tl_do (tl.h) call uv_run(UV_RUN_ONCE),
- * which with libuv 1.44 runs due timers *first* and then blocks in poll
- * until the next timer: a completion delivered from a timer (the client's
- * 0 ms dispatch timer - every cached sf_kube_resolve, curl's own timer)
- * sets the flag and the loop then sleeps until the deadline, 30-60 s later.
- * These variants add a uv_prepare handle that stops the loop before poll
- * once the predicate holds. Same contracts as their tl.h counterparts. */
-int tl_aw_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeout_ms);
-void tl_aw_wait(uv_loop_t *loop, tl_res *r, long timeout_ms);
-void tl_aw_do(tl_kube *k, const sf_kube_req *req, tl_res *out);
-const char *tl_aw_namespace(tl_kube *k, const char *prefix, char *buf, size_t n);
-void tl_aw_namespace_delete(tl_kube *k, const char *ns);
-
 /* workload.codeflare.dev/v1beta2 appwrappers (namespaced). */
 extern const sf_gvr TL_AW_GVR;
 
