@@ -543,6 +543,34 @@ static void op_req_done(op *o)
 		op_finish(o);
 }
 
+/* Counts a started request in o->pending (callbacks never run inside the
+ * starting call, so counting after the start is safe); a request that did
+ * not start is freed. Returns rc. */
+static int op_track(op *o, req *r, int rc)
+{
+	rc = req_started(o->c, r, rc);
+	if (rc == 0)
+		o->pending++;
+	return rc;
+}
+
+static void comp_name(op *o, size_t i, char *buf, size_t n);
+
+/* A request about component i (its index, kind and name filled in); NULL
+ * with o failed on -ENOMEM. */
+static req *comp_req(op *o, size_t i, kind_ent *k, void (*done)(req *, const sf_kube_result *))
+{
+	req *r = req_new(o->c, o, done);
+	if (!r) {
+		o->failed = 1;
+		return NULL;
+	}
+	r->idx = i;
+	r->k = k;
+	comp_name(o, i, r->name, sizeof(r->name));
+	return r;
+}
+
 static aw_mem *op_mem(op *o)
 {
 	if (!op_live(o))
@@ -673,17 +701,11 @@ static void create_done(req *r, const sf_kube_result *res)
 	if (sf_kube_is_already_exists(res)) {
 		/* ours from an earlier attempt (adopt) or someone else's: ask
 		 * the API server, not the cache */
-		req *g = req_new(c, o, adopt_get_done);
-		if (g) {
-			g->idx = r->idx;
-			g->k = r->k;
-			memcpy(g->name, r->name, sizeof(g->name));
-			if (req_started(c, g,
-			                sf_kube_get(c->client, &r->k->gvr, o->aw->ns, r->name,
-			                            req_cb, g, &g->call)) == 0)
-				return; /* adopt_get_done ends this request */
-		}
-		o->failed = 1;
+		req *g = comp_req(o, r->idx, r->k, adopt_get_done);
+		if (g && op_track(o, g,
+		                  sf_kube_get(c->client, &r->k->gvr, o->aw->ns, g->name, req_cb, g,
+		                              &g->call)) < 0)
+			o->failed = 1;
 		op_req_done(o);
 		return;
 	}
@@ -727,23 +749,16 @@ static void start_create(op *o, size_t i)
 	}
 	char *body = sf_jd_dump(obj);
 	sf_jd_free(obj);
-	req *r = body ? req_new(c, o, create_done) : NULL;
+	req *r = body ? comp_req(o, i, k, create_done) : NULL;
 	if (!r) {
 		free(body);
 		o->failed = 1;
 		return;
 	}
-	r->idx = i;
-	r->k = k;
-	comp_name(o, i, r->name, sizeof(r->name));
-	o->pending++;
-	rc = req_started(c, r,
-	                 sf_kube_create(c->client, &k->gvr, o->aw->ns, body, req_cb, r, &r->call));
-	free(body);
-	if (rc < 0) {
-		o->pending--;
+	if (op_track(o, r,
+	             sf_kube_create(c->client, &k->gvr, o->aw->ns, body, req_cb, r, &r->call)) < 0)
 		o->failed = 1;
-	}
+	free(body);
 }
 
 /* -- verify (live GET for the missing check) -- */
@@ -806,22 +821,13 @@ static void start_verify(op *o, size_t i)
 		o->failed = 1;
 		return;
 	}
-	req *r = req_new(c, o, verify_done);
-	if (!r) {
-		o->failed = 1;
+	req *r = comp_req(o, i, k, verify_done);
+	if (!r)
 		return;
-	}
-	r->idx = i;
-	r->k = k;
-	comp_name(o, i, r->name, sizeof(r->name));
 	c->st.verifies++;
-	o->pending++;
-	if (req_started(c, r,
-	                sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) <
-	    0) {
-		o->pending--;
+	if (op_track(o, r,
+	             sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) < 0)
 		o->failed = 1;
-	}
 }
 
 /* -- delete (UID-guarded) -- */
@@ -849,18 +855,17 @@ static void delete_done(req *r, const sf_kube_result *res)
 	op_req_done(o);
 }
 
-static void send_delete(op *o, req *r)
+/* DELETE of r's component with its UID as precondition; 0 or the start
+ * error (then r is freed). */
+static int send_delete(op *o, req *r)
 {
 	sf_awctl *c = o->c;
 	sf_kube_delete_opts d = {
 	    .propagation = "Background", .precond_uid = r->uid, .grace_seconds = r->force ? 0 : -1};
 	r->done = delete_done;
-	if (req_started(c, r,
-	                sf_kube_delete(c->client, &r->k->gvr, o->aw->ns, r->name, &d, req_cb, r,
-	                               &r->call)) < 0) {
-		o->failed = 1;
-		op_req_done(o);
-	}
+	return op_track(
+	    o, r,
+	    sf_kube_delete(c->client, &r->k->gvr, o->aw->ns, r->name, &d, req_cb, r, &r->call));
 }
 
 static void delete_lookup_done(req *r, const sf_kube_result *res)
@@ -884,18 +889,14 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 		op_req_done(o);
 		return;
 	}
-	req *d = req_new(o->c, o, delete_done);
-	if (!d) {
-		o->failed = 1;
-		op_req_done(o);
-		return;
+	req *d = comp_req(o, r->idx, r->k, delete_done);
+	if (d) {
+		d->force = r->force;
+		snprintf(d->uid, sizeof(d->uid), "%s", res->obj->uid);
+		if (send_delete(o, d) < 0)
+			o->failed = 1;
 	}
-	d->idx = r->idx;
-	d->k = r->k;
-	d->force = r->force;
-	memcpy(d->name, r->name, sizeof(d->name));
-	snprintf(d->uid, sizeof(d->uid), "%s", res->obj->uid);
-	send_delete(o, d);
+	op_req_done(o);
 }
 
 static void start_delete(op *o, size_t i, int force)
@@ -914,38 +915,30 @@ static void start_delete(op *o, size_t i, int force)
 		o->failed = 1;
 		return;
 	}
-	req *r = req_new(c, o, delete_lookup_done);
-	if (!r) {
-		o->failed = 1;
+	req *r = comp_req(o, i, k, delete_lookup_done);
+	if (!r)
 		return;
-	}
-	r->idx = i;
-	r->k = k;
 	r->force = force;
-	comp_name(o, i, r->name, sizeof(r->name));
-	o->pending++;
 	sf_obj *cached =
 	    kind_ready(k) ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, r->name) : NULL;
+	int rc;
 	if (cached) {
 		if (!sf_awc_owned_by(sf_obj_root(cached), o->aw->uid)) {
 			/* not ours: never delete it */
 			free(r);
 			m->comp[i].delete_gone = 1;
 			o->results++;
-			o->pending--;
 			return;
 		}
 		snprintf(r->uid, sizeof(r->uid), "%s", cached->uid);
-		send_delete(o, r);
-		return;
+		rc = send_delete(o, r);
+	} else {
+		/* not in the cache: ask the API server who holds the name */
+		rc = op_track(
+		    o, r, sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call));
 	}
-	/* not in the cache: ask the API server who holds the name */
-	if (req_started(c, r,
-	                sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) <
-	    0) {
-		o->pending--;
+	if (rc < 0)
 		o->failed = 1;
-	}
 }
 
 typedef struct pod_visit {
@@ -970,11 +963,9 @@ static int delete_pod_visit(void *ud, sf_obj *pod)
 	if (!r)
 		return -ENOMEM;
 	sf_kube_delete_opts d = {.precond_uid = pod->uid, .grace_seconds = 0};
-	o->pending++;
-	if (req_started(o->c, r,
-	                sf_kube_delete(o->c->client, &SF_GVR_PODS, pod->ns, pod->name, &d, req_cb,
-	                               r, &r->call)) < 0)
-		o->pending--;
+	op_track(o, r,
+	         sf_kube_delete(o->c->client, &SF_GVR_PODS, pod->ns, pod->name, &d, req_cb, r,
+	                        &r->call));
 	return 0;
 }
 
@@ -1082,15 +1073,11 @@ static int start_write(op *o)
 		body = sf_jd_dump(patch);
 	sf_jd_free(patch);
 	req *r = body ? req_new(c, o, write_done) : NULL;
-	if (r) {
-		o->pending++;
-		rc = req_started(c, r,
-		                 sf_kube_patch(c->client, &SF_GVR_APPWRAPPERS, o->aw->ns,
-		                               o->aw->name, sub, SF_PATCH_MERGE, body, NULL, 0,
-		                               req_cb, r, &r->call));
-		if (rc < 0)
-			o->pending--;
-	}
+	if (r)
+		rc = op_track(o, r,
+		              sf_kube_patch(c->client, &SF_GVR_APPWRAPPERS, o->aw->ns, o->aw->name,
+		                            sub, SF_PATCH_MERGE, body, NULL, 0, req_cb, r,
+		                            &r->call));
 	free(body);
 	return rc;
 }
