@@ -87,6 +87,35 @@ int sf_jv_bool(sf_jv v, int *out);
  * Numbers are copied as written; nesting is limited to 127 levels (yajl_gen). */
 int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t errlen);
 
+/* ---- errors of the yajl-driven parsers ----
+ * sf_json_minify and sf_jd_parse (jdoc.h) run yajl the same way and build
+ * their messages with these, so both report the same text for the same
+ * input. The setters write into the caller's err (at most errlen bytes,
+ * always NUL-terminated, cut short if need be) and allocate nothing; with
+ * err NULL or errlen 0 they do nothing. */
+
+/* Nesting limit of both parsers (yajl_gen's: YAJL_MAX_DEPTH - 1). */
+#define SF_JSON_MAX_DEPTH 127
+
+struct yajl_handle_t; /* yajl_handle, from <yajl/yajl_parse.h> */
+
+/* Feeds in[0..len) (in NULL reads as "") to h, the caller's parser, and
+ * completes the parse. Returns 0 if yajl accepted the text, -EBADMSG if
+ * not (malformed, or a callback stopped it). *at is the byte offset to
+ * report: len, or as far as yajl got when it stopped before the end. */
+int sf_json_yajl_run(struct yajl_handle_t *h, const char *in, size_t len, size_t *at);
+/* Writes the printf-formatted message into err. */
+void sf_json_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Writes "invalid JSON at byte AT: " and the printf-formatted reason into
+ * err. */
+void sf_json_set_invalid(char *err, size_t errlen, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Writes "invalid JSON at byte AT: " and yajl's reason for rejecting the
+ * text (one line, without its final '.', "parse error" if yajl gives none)
+ * into err. h, after sf_json_yajl_run failed, stays the caller's. */
+void sf_json_set_yajl_err(char *err, size_t errlen, size_t at, struct yajl_handle_t *h);
+
 /* ---- API objects ---- */
 
 typedef struct sf_obj {

@@ -12,7 +12,8 @@
  * cycle) and lets sf_jd_free unlink a node from its parent first.
  *
  * Parsing is driven by yajl's callbacks with the same options as
- * sf_json_minify, so the two accept the same texts and report the same
+ * sf_json_minify and reports errors with its helpers (sf_json_yajl_run,
+ * sf_json_set_*), so the two accept the same texts and report the same
  * errors, and sf_jd_write escapes strings byte for byte as yajl_gen does:
  * writing a parsed text gives sf_json_minify's output. The one difference is
  * duplicate keys: the tree keeps one member per key, with the last value
@@ -29,15 +30,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <yajl/yajl_parse.h>
 
-#define MAX_DEPTH 127 /* as sf_json_minify (yajl_gen's limit) */
-#define SMALL_OBJ 16  /* members up to which objects are scanned, not sorted */
+#define SMALL_OBJ 16 /* members up to which objects are scanned, not sorted */
 #define NPOS ((size_t)-1)
 
 struct member {
@@ -381,7 +380,7 @@ static int pc_key(void *ctx, const unsigned char *s, size_t n)
 
 static int pc_open(struct parse *p, sf_json_type t)
 {
-	if (p->depth >= MAX_DEPTH) {
+	if (p->depth >= SF_JSON_MAX_DEPTH) {
 		p->deep = 1;
 		return 0;
 	}
@@ -441,31 +440,6 @@ static const yajl_callbacks parse_callbacks = {
     .yajl_end_array = pc_end_array,
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-/* yajl's message without its trailing newline (as sf_json_minify). */
-static void yajl_msg(yajl_handle h, char *buf, size_t cap)
-{
-	unsigned char *e = yajl_get_error(h, 0, NULL, 0);
-	snprintf(buf, cap, "%s", e ? (const char *)e : "parse error");
-	if (e)
-		yajl_free_error(h, e);
-	size_t n = strlen(buf);
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '.'))
-		buf[--n] = '\0';
-}
-
 sf_jd *sf_jd_parse(const char *json, size_t len, char *err, size_t errlen)
 {
 	struct parse p = {NULL, NULL, 0, 0, 0, 0};
@@ -476,28 +450,20 @@ sf_jd *sf_jd_parse(const char *json, size_t len, char *err, size_t errlen)
 		len = 0;
 	yajl_handle h = yajl_alloc(&parse_callbacks, NULL, &p);
 	if (!h) {
-		set_err(err, errlen, "out of memory");
+		sf_json_set_err(err, errlen, "out of memory");
 		goto out;
 	}
 	size_t at;
-	yajl_status st = yajl_parse(h, (const unsigned char *)(json ? json : ""), len);
-	if (st == yajl_status_ok) {
-		st = yajl_complete_parse(h);
-		at = len;
-	} else {
-		at = yajl_get_bytes_consumed(h);
-	}
+	int st = sf_json_yajl_run(h, json, len, &at);
 	if (p.nomem) {
-		set_err(err, errlen, "out of memory");
+		sf_json_set_err(err, errlen, "out of memory");
 	} else if (p.deep) {
-		set_err(err, errlen, "invalid JSON at byte %zu: nested deeper than %d levels", at,
-		        MAX_DEPTH);
-	} else if (p.bad || (st == yajl_status_ok && (!p.root || p.cur))) {
-		set_err(err, errlen, "invalid JSON at byte %zu: unexpected parser event", at);
-	} else if (st != yajl_status_ok) {
-		char msg[128];
-		yajl_msg(h, msg, sizeof(msg));
-		set_err(err, errlen, "invalid JSON at byte %zu: %s", at, msg);
+		sf_json_set_invalid(err, errlen, at, "nested deeper than %d levels",
+		                    SF_JSON_MAX_DEPTH);
+	} else if (p.bad || (!st && (!p.root || p.cur))) {
+		sf_json_set_invalid(err, errlen, at, "unexpected parser event");
+	} else if (st) {
+		sf_json_set_yajl_err(err, errlen, at, h);
 	} else {
 		ok = 1;
 	}

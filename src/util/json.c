@@ -485,6 +485,62 @@ int sf_jv_bool(sf_jv v, int *out)
 	}
 }
 
+/* ---- errors of the yajl-driven parsers ---- */
+
+_Static_assert(SF_JSON_MAX_DEPTH == YAJL_MAX_DEPTH - 1, "yajl_gen's nesting limit");
+
+int sf_json_yajl_run(yajl_handle h, const char *in, size_t len, size_t *at)
+{
+	yajl_status st = yajl_parse(h, (const unsigned char *)(in ? in : ""), len);
+	if (st == yajl_status_ok) {
+		st = yajl_complete_parse(h);
+		*at = len;
+	} else {
+		*at = yajl_get_bytes_consumed(h);
+	}
+	return st == yajl_status_ok ? 0 : -EBADMSG;
+}
+
+void sf_json_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void sf_json_set_invalid(char *err, size_t errlen, size_t at, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	/* the same bytes as one snprintf of prefix and reason, when cut short too */
+	int n = snprintf(err, errlen, "invalid JSON at byte %zu: ", at);
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+void sf_json_set_yajl_err(char *err, size_t errlen, size_t at, yajl_handle h)
+{
+	if (!err || !errlen)
+		return;
+	/* yajl's message without its trailing newline */
+	char msg[128];
+	unsigned char *e = yajl_get_error(h, 0, NULL, 0);
+	snprintf(msg, sizeof(msg), "%s", e ? (const char *)e : "parse error");
+	if (e)
+		yajl_free_error(h, e);
+	size_t n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
+		msg[--n] = '\0';
+	sf_json_set_invalid(err, errlen, at, "%s", msg);
+}
+
 /* ---- minify ---- */
 
 struct minify {
@@ -568,31 +624,6 @@ static const yajl_callbacks minify_callbacks = {
     .yajl_end_array = mf_end_array,
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-/* yajl's message without its trailing newline. */
-static void yajl_msg(yajl_handle h, char *buf, size_t cap)
-{
-	unsigned char *e = yajl_get_error(h, 0, NULL, 0);
-	snprintf(buf, cap, "%s", e ? (const char *)e : "parse error");
-	if (e)
-		yajl_free_error(h, e);
-	size_t n = strlen(buf);
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '.'))
-		buf[--n] = '\0';
-}
-
 int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t errlen)
 {
 	struct minify m = {NULL, out, 0, 0};
@@ -604,35 +635,28 @@ int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t er
 	yajl_handle h = m.g ? yajl_alloc(&minify_callbacks, NULL, &m) : NULL;
 	if (!h) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "out of memory");
+		sf_json_set_err(err, errlen, "out of memory");
 		goto out;
 	}
 	yajl_gen_config(m.g, yajl_gen_beautify, 0);
 	yajl_gen_config(m.g, yajl_gen_print_callback, minify_print, &m);
 
-	size_t at = 0;
-	yajl_status st = yajl_parse(h, (const unsigned char *)(in ? in : ""), len);
-	if (st == yajl_status_ok) {
-		st = yajl_complete_parse(h);
-		at = len;
-	} else {
-		at = yajl_get_bytes_consumed(h);
-	}
+	size_t at;
+	int st = sf_json_yajl_run(h, in, len, &at);
 	if (m.out_err) {
 		rc = m.out_err;
-		set_err(err, errlen, "%s", rc == -E2BIG ? "output too large" : "out of memory");
+		sf_json_set_err(err, errlen, "%s",
+		                rc == -E2BIG ? "output too large" : "out of memory");
 	} else if (m.gen_st == yajl_max_depth_exceeded) {
 		rc = -EBADMSG;
-		set_err(err, errlen, "invalid JSON at byte %zu: nested deeper than %d levels", at,
-		        YAJL_MAX_DEPTH - 1);
+		sf_json_set_invalid(err, errlen, at, "nested deeper than %d levels",
+		                    SF_JSON_MAX_DEPTH);
 	} else if (m.gen_st) {
 		rc = -EBADMSG;
-		set_err(err, errlen, "invalid JSON at byte %zu: generator error %d", at, m.gen_st);
-	} else if (st != yajl_status_ok) {
-		char msg[128];
-		yajl_msg(h, msg, sizeof(msg));
+		sf_json_set_invalid(err, errlen, at, "generator error %d", m.gen_st);
+	} else if (st) {
 		rc = -EBADMSG;
-		set_err(err, errlen, "invalid JSON at byte %zu: %s", at, msg);
+		sf_json_set_yajl_err(err, errlen, at, h);
 	}
 out:
 	if (h)
