@@ -39,7 +39,6 @@ http.client over TLS, one keep-alive connection per thread; stdlib only.
 
 report: turns the JSON lines into the docs/benchmarks.md section.
 """
-import argparse
 import base64
 import collections
 import concurrent.futures
@@ -47,7 +46,6 @@ import datetime
 import http.client
 import json
 import os
-import signal
 import ssl
 import subprocess
 import sys
@@ -55,6 +53,9 @@ import tempfile
 import threading
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 SECTION_TITLE = "## AppWrapper controller: admission to Running"
 GROUP, VERSION = "workload.codeflare.dev", "v1beta2"
@@ -68,12 +69,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CRD_FILE = os.path.join(ROOT, "manifests", "crd", "appwrappers.workload.codeflare.dev.yaml")
 
-_print_lock = threading.Lock()
-
-
-def log(msg):
-    with _print_lock:
-        print(f"bench-appwrapper: {msg}", file=sys.stderr, flush=True)
+log = benchlib.logger("bench-appwrapper")
 
 
 def mono():
@@ -473,13 +469,7 @@ class Controller:
     def stop(self):
         final = self.sample()
         self._stop.set()
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        benchlib.terminate(self.p, 30)
         return final
 
 
@@ -628,15 +618,6 @@ def _read_audit_file(path, offset, ns, byid):
     return byid
 
 
-def pct(v, p):
-    """Nearest-rank percentile."""
-    s = sorted(v)
-    if not s:
-        return None
-    k = max(1, -(-len(s) * p // 100))
-    return s[int(k) - 1]
-
-
 def res_name(ref):
     r = ref.get("resource", "")
     if ref.get("subresource"):
@@ -717,8 +698,8 @@ def run_size(args, kube, n, runid):
         log(f"[{n}] all Running {res['admit_to_all_running_s']:.1f} s after the first admit")
         with w.cv:
             run_lat = [(w.first[nm]["Running"][0] - admit[nm][1]) * 1000 for nm in names]
-        res["admit_to_running_ms"] = {"p50": round(pct(run_lat, 50), 1),
-                                      "p99": round(pct(run_lat, 99), 1),
+        res["admit_to_running_ms"] = {"p50": round(benchlib.pct(run_lat, 50), 1),
+                                      "p99": round(benchlib.pct(run_lat, 99), 1),
                                       "max": round(max(run_lat), 1)}
 
         # ---- delete, wait until gone
@@ -818,8 +799,8 @@ def run_size(args, kube, n, runid):
             if nm not in created or t < created[nm]:
                 created[nm] = t
     lat = [(created[nm] - admitted[nm]) * 1000 for nm in admitted if nm in created]
-    res["admit_to_job_create_ms"] = {"n": len(lat), "p50": round(pct(lat, 50), 1),
-                                     "p99": round(pct(lat, 99), 1),
+    res["admit_to_job_create_ms"] = {"n": len(lat), "p50": round(benchlib.pct(lat, 50), 1),
+                                     "p99": round(benchlib.pct(lat, 99), 1),
                                      "max": round(max(lat), 1)} if lat else {"n": 0}
     if len(lat) != n:
         log(f"[{n}] WARNING: admit -> Job create matched for {len(lat)} of {n} AppWrappers "
@@ -827,8 +808,8 @@ def run_size(args, kube, n, runid):
     # the client's view of the same thing (PATCH response read -> audit create)
     clat = [(created[nm] - admit[nm][1]) * 1000 for nm in admit if nm in created]
     if clat:
-        res["admit_to_job_create_client_ms"] = {"p50": round(pct(clat, 50), 1),
-                                                "p99": round(pct(clat, 99), 1)}
+        res["admit_to_job_create_client_ms"] = {"p50": round(benchlib.pct(clat, 50), 1),
+                                                "p99": round(benchlib.pct(clat, 99), 1)}
     if created:
         res["first_admit_to_last_job_create_s"] = round(
             max(created.values()) - min(admitted.values()), 3)
@@ -843,7 +824,7 @@ def run_size(args, kube, n, runid):
 
 
 def cmd_run(args):
-    runid = f"{os.getpid() % 100000}"
+    runid = benchlib.run_id()
     os.makedirs(args.logdir, exist_ok=True)
     kube = Kube(args.kubeconfig)
     ensure_crd(kube)
@@ -865,16 +846,8 @@ def cmd_run(args):
 
 
 def cmd_report(args):
-    res = [json.loads(ln) for ln in open(args.results) if ln.strip()]
+    res = benchlib.load_results(args.results)
     res.sort(key=lambda r: r["size"])
-    cpu = ""
-    try:
-        for ln in open("/proc/cpuinfo"):
-            if ln.startswith("model name"):
-                cpu = ln.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     sizes = [r["size"] for r in res]
     mib = lambda k: f"{k / 1024:.1f} MiB"  # noqa: E731
     hdr = "| measure | " + " | ".join(f"{n} AppWrappers" for n in sizes) + " |\n"
@@ -903,8 +876,8 @@ def cmd_report(args):
     doc = f"""{SECTION_TITLE}
 
 Written by `make bench` (`BENCH_PARTS=appwrapper`, tools/bench_appwrapper.py).
-Date: {datetime.date.today()}. Machine: {os.cpu_count()} cores, {cpu}; a local API
-server started by the run (kube-apiserver v1.37.2, etcd v3.7.3;
+Date: {datetime.date.today()}. Machine: {benchlib.machine()}; a local API
+server started by the run ({benchlib.SERVER_VERSIONS};
 kube-controller-manager with the Job controller and the garbage collector;
 no scheduler, no kubelet: pods stay Pending).
 
@@ -1037,22 +1010,14 @@ Command: `make bench BENCH_PARTS=appwrapper` (sizes {parts}; the part took
 Comparison: a side-by-side run of the upstream Go controller
 (project-codeflare/appwrapper) on the same API server is future work; these
 are Steadfast's numbers alone.
-
-Raw results (one JSON line per size):
-
-```
 """
-    doc += "".join(json.dumps(r) + "\n" for r in res)
-    doc += "```\n"
-    open(args.section, "w").write(doc)
-    print(doc)
+    doc += benchlib.raw_results(res, "size")
+    benchlib.write_section(args.section, doc)
     return 0
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
+    ap, r, _ = benchlib.arg_parser()
     r.add_argument("--kubeconfig", required=True)
     r.add_argument("--audit-log", required=True)
     r.add_argument("--steadfast", required=True)
@@ -1060,9 +1025,6 @@ def main():
     r.add_argument("--concurrency", type=int, default=32)
     r.add_argument("--logdir", default=".")
     r.add_argument("--out", required=True)
-    p = sub.add_parser("report")
-    p.add_argument("results")
-    p.add_argument("section")
     args = ap.parse_args()
     if args.cmd == "report":
         return cmd_report(args)

@@ -26,7 +26,6 @@ Prints progress on stderr and one JSON line per trial to --out.
 
 report: turns the JSON lines into the docs/benchmarks.md section.
 """
-import argparse
 import concurrent.futures
 import datetime
 import json
@@ -34,11 +33,13 @@ import os
 import random
 import selectors
 import signal
-import statistics
 import subprocess
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 LEASE_MS, RENEW_MS, RETRY_MS = 15000, 10000, 2000
 SECTION_TITLE = "## Leader election: failover"
@@ -52,12 +53,7 @@ def mono_ms():
 
 _live = set()
 _live_lock = threading.Lock()
-_print_lock = threading.Lock()
-
-
-def log(msg):
-    with _print_lock:
-        print(f"bench-election: {msg}", file=sys.stderr, flush=True)
+log = benchlib.logger("bench-election")
 
 
 class Cand:
@@ -101,13 +97,7 @@ class Cand:
         return new
 
     def stop(self):
-        if self.p.poll() is None:
-            try:
-                self.p.send_signal(signal.SIGTERM)
-                self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        benchlib.terminate(self.p, 10)
         self.p.stdout.close()
         self.err.close()
         with _live_lock:
@@ -197,7 +187,7 @@ def trial(args, impl, scen, i, runid, tmp):
 
 
 def cmd_run(args):
-    runid = f"{os.getpid() % 100000}"
+    runid = benchlib.run_id()
     tmp = args.logdir or os.path.dirname(os.path.abspath(args.out))
     # interleaved: kill trials (long) first, so the short ones fill the gaps
     jobs = []
@@ -228,25 +218,10 @@ def cmd_run(args):
     return 1 if fails > len(jobs) // 10 else 0
 
 
-def pct(v, p):
-    """Nearest-rank percentile."""
-    s = sorted(v)
-    k = max(1, -(-len(s) * p // 100))
-    return s[int(k) - 1]
-
-
 def cmd_report(args):
-    res = [json.loads(ln) for ln in open(args.results) if ln.strip()]
+    res = benchlib.load_results(args.results)
     res.sort(key=lambda r: (IMPLS.index(r["impl"]), r["scenario"], r["trial"]))
     ok = [r for r in res if "error" not in r]
-    cpu = ""
-    try:
-        for ln in open("/proc/cpuinfo"):
-            if ln.startswith("model name"):
-                cpu = ln.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
 
     def vals(impl, scen, key):
         return [r[key] for r in ok if r["impl"] == impl and r["scenario"] == scen and key in r]
@@ -258,8 +233,8 @@ def cmd_report(args):
     doc = f"""{SECTION_TITLE}
 
 Written by `make bench` (tools/bench_election.py). Date: {datetime.date.today()}.
-Machine: {os.cpu_count()} cores, {cpu}; a local API server started by the
-run (kube-apiserver v1.37.2, etcd v3.7.3).
+Machine: {benchlib.machine()}; a local API server started by the
+run ({benchlib.SERVER_VERSIONS}).
 
 Two candidates of one implementation campaign for a fresh Lease (a unique
 name per trial, namespace `default`); A starts first and leads, B starts
@@ -297,7 +272,8 @@ it when it sends the signal. Percentiles are nearest-rank.
     for scen, key, label in rows:
         for impl in IMPLS:
             v = vals(impl, scen, key)
-            stats[(scen, key, impl)] = (len(v), pct(v, 50), pct(v, 99), max(v)) if v else None
+            stats[(scen, key, impl)] = ((len(v), benchlib.pct(v, 50), benchlib.pct(v, 99), max(v))
+                                        if v else None)
         for impl in IMPLS:
             s = stats[(scen, key, impl)]
             if impl == "steadfast":
@@ -333,22 +309,14 @@ Targets (election issue), for Steadfast:
 - crash failover p99 <= lease duration + 500 ms = {c_lim} ms after the last renew:
   {verdict(stats[('sigkill', 'failover_ms', 'steadfast')], c_lim)}
   (client-go: {verdict(stats[('sigkill', 'failover_ms', 'client-go')], c_lim, cg)}).
-
-Raw results (one JSON line per trial):
-
-```
 """
-    doc += "".join(json.dumps(r) + "\n" for r in res)
-    doc += "```\n"
-    open(args.section, "w").write(doc)
-    print(doc)
+    doc += benchlib.raw_results(res, "trial")
+    benchlib.write_section(args.section, doc)
     return 0
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
+    ap, r, p = benchlib.arg_parser()
     r.add_argument("--kubeconfig", required=True)
     r.add_argument("--candidate", required=True)
     r.add_argument("--clientgo", required=True)
@@ -357,9 +325,6 @@ def main():
     r.add_argument("--concurrency", type=int, default=4)
     r.add_argument("--logdir")
     r.add_argument("--out", required=True)
-    p = sub.add_parser("report")
-    p.add_argument("results")
-    p.add_argument("section")
     p.add_argument("--concurrency", type=int, default=4)
     args = ap.parse_args()
     if args.cmd == "report":
