@@ -30,7 +30,6 @@
  *   - /healthz, /readyz and /metrics of a running controller.
  */
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,28 +48,7 @@
 
 static tl_kube K;
 static char NS[64];
-static sf_informer *AWS, *PODS, *JOBS, *EVENTS;
-
-static void inf_stopped(void *ud)
-{
-	(*(int *)ud)--;
-}
-
-static sf_informer *watch(const sf_gvr *gvr)
-{
-	sf_informer *inf = NULL;
-	sf_informer_opts o = {.reflector = {.gvr = gvr, .ns = NS}};
-	cr_assert_eq(sf_informer_new(&K.loop, K.client, &o, &inf), 0);
-	cr_assert_eq(sf_informer_start(inf), 0);
-	return inf;
-}
-
-static int all_synced(void *ud)
-{
-	(void)ud;
-	return sf_informer_synced(AWS) && sf_informer_synced(PODS) && sf_informer_synced(JOBS) &&
-	       sf_informer_synced(EVENTS);
-}
+static tl_aw_watch W; /* NS's AppWrappers, pods, Jobs and Events */
 
 static void setup(void)
 {
@@ -81,28 +59,13 @@ static void setup(void)
 	tl_kube_open(&K, NULL, NULL);
 	tl_aw_install_crd(&K);
 	tl_namespace(&K, "aw", NS, sizeof(NS));
-	AWS = watch(&TL_AW_GVR);
-	PODS = watch(&SF_GVR_PODS);
-	JOBS = watch(&SF_GVR_JOBS);
-	EVENTS = watch(&SF_GVR_EVENTS);
-	cr_assert_eq(tl_run_until_fn(&K.loop, all_synced, NULL, 10000), 0);
+	tl_aw_watch_start(&W, &K, NS);
 }
 
 static void teardown(void)
 {
 	tl_ctl_stop_all(&K.loop);
-	int n = 4;
-	sf_informer_stop(EVENTS, inf_stopped, &n);
-	sf_informer_stop(AWS, inf_stopped, &n);
-	sf_informer_stop(PODS, inf_stopped, &n);
-	sf_informer_stop(JOBS, inf_stopped, &n);
-	tl_run_until(&K.loop, &(int){0}, 0);
-	while (n > 0)
-		uv_run(&K.loop, UV_RUN_ONCE);
-	sf_informer_free(AWS);
-	sf_informer_free(PODS);
-	sf_informer_free(JOBS);
-	sf_informer_free(EVENTS);
+	tl_aw_watch_stop(&W);
 	tl_namespace_delete(&K, NS);
 	tl_kube_close(&K);
 }
@@ -117,232 +80,6 @@ static tl_ctl *controller(const char *id)
 	return tl_ctl_start(&K.loop, &o);
 }
 
-static sf_obj *aw_cached(const char *name)
-{
-	return sf_store_get_ns(sf_informer_store(AWS), NS, name);
-}
-
-static void create_aw(const char *json)
-{
-	tl_res r = {0};
-	sf_kube_req q = {
-	    .method = "POST", .gvr = &TL_AW_GVR, .ns = NS, .body = json, .body_len = strlen(json)};
-	tl_do(&K, &q, &r);
-	cr_assert_eq(r.http_status, 201, "create AppWrapper: %ld %s %s", r.http_status, r.reason,
-	             r.message);
-	tl_res_clear(&r);
-}
-
-static long patch(const sf_gvr *gvr, const char *name, const char *sub, const char *body)
-{
-	tl_res r = {0};
-	sf_kube_req q = {.method = "PATCH",
-	                 .gvr = gvr,
-	                 .ns = NS,
-	                 .name = name,
-	                 .subresource = sub,
-	                 .body = body,
-	                 .body_len = strlen(body),
-	                 .content_type = "application/merge-patch+json"};
-	tl_do(&K, &q, &r);
-	long st = r.http_status;
-	tl_res_clear(&r);
-	return st;
-}
-
-typedef struct phase_wait {
-	const char *name;
-	const char *phase;
-} phase_wait;
-
-static int has_phase(void *ud)
-{
-	phase_wait *w = ud;
-	sf_obj *o = aw_cached(w->name);
-	return o && sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), w->phase);
-}
-
-static void dump_aw(const char *name)
-{
-	sf_obj *o = aw_cached(name);
-	fprintf(stderr, "AppWrapper %s/%s: %s\n", NS, name, o ? o->json : "(absent)");
-}
-
-static void wait_phase(const char *name, const char *phase, long timeout_ms)
-{
-	phase_wait w = {name, phase};
-	if (tl_run_until_fn(&K.loop, has_phase, &w, timeout_ms) != 0) {
-		dump_aw(name);
-		cr_assert_fail("%s did not reach phase %s within %ld ms", name, phase, timeout_ms);
-	}
-}
-
-/* status of condition type, "" if absent; reason/message optional */
-static const char *cond(const char *name, const char *type, char *reason, char *message)
-{
-	static char status[16];
-	status[0] = 0;
-	sf_obj *o = aw_cached(name);
-	if (!o)
-		return status;
-	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(sf_obj_root(o), "status.conditions"));
-	sf_jv c;
-	while (sf_jv_next(&it, NULL, &c))
-		if (sf_jv_streq(sf_jv_get(c, "type"), type)) {
-			sf_jv_str(sf_jv_get(c, "status"), status, sizeof(status));
-			if (reason)
-				sf_jv_str(sf_jv_get(c, "reason"), reason, 64);
-			if (message)
-				sf_jv_str(sf_jv_get(c, "message"), message, 1024);
-		}
-	return status;
-}
-
-typedef struct cond_wait {
-	const char *name, *type, *status;
-} cond_wait;
-
-static int cond_is(void *ud)
-{
-	cond_wait *w = ud;
-	return strcmp(cond(w->name, w->type, NULL, NULL), w->status) == 0;
-}
-
-static void wait_cond(const char *name, const char *type, const char *status, long timeout_ms)
-{
-	cond_wait w = {name, type, status};
-	if (tl_run_until_fn(&K.loop, cond_is, &w, timeout_ms) != 0) {
-		dump_aw(name);
-		cr_assert_fail("%s: %s did not become %s within %ld ms", name, type, status,
-		               timeout_ms);
-	}
-}
-
-/* Kueue admits: suspend false (with podSetInfos when given). */
-static void admit(const char *name, const char *podsetinfos_json)
-{
-	char body[4096];
-	if (podsetinfos_json)
-		snprintf(body, sizeof(body), "%s", podsetinfos_json);
-	else
-		snprintf(body, sizeof(body), "{\"spec\":{\"suspend\":false}}");
-	cr_assert_eq(patch(&TL_AW_GVR, name, NULL, body), 200);
-}
-
-typedef struct pod_find {
-	const char *label_value;
-	char name[254];
-} pod_find;
-
-static int find_pod_visit(void *ud, sf_obj *o)
-{
-	pod_find *f = ud;
-	sf_jv l = sf_jv_path(sf_obj_root(o), "metadata.labels");
-	if (sf_jv_streq(sf_jv_get(l, "workload.codeflare.dev/appwrapper"), f->label_value) &&
-	    !sf_jv_ok(sf_jv_path(sf_obj_root(o), "metadata.deletionTimestamp"))) {
-		snprintf(f->name, sizeof(f->name), "%s", o->name);
-		return 1;
-	}
-	return 0;
-}
-
-static int pod_appeared(void *ud)
-{
-	pod_find *f = ud;
-	f->name[0] = 0;
-	return sf_store_each(sf_informer_store(PODS), find_pod_visit, f) == 1;
-}
-
-/* Waits for a live pod of AppWrapper aw; its name into buf. */
-static void wait_pod(const char *aw, char *buf, size_t n, long timeout_ms)
-{
-	pod_find f = {.label_value = aw};
-	if (tl_run_until_fn(&K.loop, pod_appeared, &f, timeout_ms) != 0) {
-		dump_aw(aw);
-		cr_assert_fail("no pod of %s within %ld ms", aw, timeout_ms);
-	}
-	snprintf(buf, n, "%s", f.name);
-}
-
-typedef struct count_ctx {
-	const char *aw;
-	int n;
-} count_ctx;
-
-static int count_visit(void *ud, sf_obj *o)
-{
-	count_ctx *c = ud;
-	sf_jv l = sf_jv_path(sf_obj_root(o), "metadata.labels");
-	if (sf_jv_streq(sf_jv_get(l, "workload.codeflare.dev/appwrapper"), c->aw))
-		c->n++;
-	return 0;
-}
-
-static int labelled(sf_informer *inf, const char *aw)
-{
-	count_ctx c = {aw, 0};
-	sf_store_each(sf_informer_store(inf), count_visit, &c);
-	return c.n;
-}
-
-typedef struct gone_ctx {
-	const char *aw;
-} gone_ctx;
-
-static int all_gone(void *ud)
-{
-	gone_ctx *g = ud;
-	return labelled(PODS, g->aw) == 0 && labelled(JOBS, g->aw) == 0;
-}
-
-static void wait_all_gone(const char *aw, long timeout_ms)
-{
-	gone_ctx g = {aw};
-	if (tl_run_until_fn(&K.loop, all_gone, &g, timeout_ms) != 0) {
-		dump_aw(aw);
-		cr_assert_fail("components/pods of %s still there after %ld ms (pods %d, jobs %d)",
-		               aw, timeout_ms, labelled(PODS, aw), labelled(JOBS, aw));
-	}
-}
-
-/* kubelet: pod phase, and for a terminated container its exit code. */
-static void kubelet(const char *pod, const char *phase, int exit_code, const char *message)
-{
-	char body[2048], ts[40];
-	sf_time_rfc3339(sf_wall_ns(), ts, sizeof(ts));
-	if (strcmp(phase, "Running") == 0)
-		snprintf(
-		    body, sizeof(body),
-		    "{\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\",\"conditions\":[{"
-		    "\"type\":\"Ready\",\"status\":\"True\"}],\"containerStatuses\":[{\"name\":"
-		    "\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":true,"
-		    "\"restartCount\":0,"
-		    "\"state\":{\"running\":{\"startedAt\":\"%s\"}}}]}}",
-		    ts, ts);
-	else
-		snprintf(
-		    body, sizeof(body),
-		    "{\"status\":{\"phase\":\"%s\",\"startTime\":\"%s\",\"containerStatuses\":[{"
-		    "\"name\":\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":false,"
-		    "\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":%d,\"reason\":\"%"
-		    "s\","
-		    "\"message\":\"%s\",\"startedAt\":\"%s\",\"finishedAt\":\"%s\"}}}]}}",
-		    phase, ts, exit_code, exit_code ? "Error" : "Completed", message ? message : "",
-		    ts, ts);
-	long st = patch(&SF_GVR_PODS, pod, "status", body);
-	cr_assert_eq(st, 200, "kubelet patch of %s: %ld", pod, st);
-}
-
-static long get_status(const sf_gvr *gvr, const char *name)
-{
-	tl_res r = {0};
-	sf_kube_req q = {.method = "GET", .gvr = gvr, .ns = NS, .name = name};
-	tl_do(&K, &q, &r);
-	long st = r.http_status;
-	tl_res_clear(&r);
-	return st;
-}
-
 static const char *JOB_AW =
     "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
     "\"name\":\"%s\",\"annotations\":{%s}},\"spec\":{\"suspend\":false,\"components\":[{"
@@ -355,7 +92,7 @@ static void create_job_aw(const char *name, const char *annotations)
 {
 	char body[4096];
 	snprintf(body, sizeof(body), JOB_AW, name, annotations ? annotations : "", name);
-	create_aw(body);
+	tl_aw_create(&W, body);
 }
 
 /* ---- tests ---- */
@@ -371,7 +108,7 @@ static int pods_visit(void *ud, sf_obj *o)
 {
 	pods_find *f = ud;
 	sf_jv l = sf_jv_path(sf_obj_root(o), "metadata.labels");
-	if (f->n < 8 && sf_jv_streq(sf_jv_get(l, "workload.codeflare.dev/appwrapper"), f->aw) &&
+	if (f->n < 8 && sf_jv_streq(sf_jv_get(l, TL_AW_LABEL), f->aw) &&
 	    !sf_jv_ok(sf_jv_path(sf_obj_root(o), "metadata.deletionTimestamp")))
 		snprintf(f->names[f->n++], 254, "%s", o->name);
 	return 0;
@@ -381,7 +118,7 @@ static int pods_appeared(void *ud)
 {
 	pods_find *f = ud;
 	f->n = 0;
-	sf_store_each(sf_informer_store(PODS), pods_visit, f);
+	sf_store_each(sf_informer_store(W.pods), pods_visit, f);
 	return f->n >= f->want;
 }
 
@@ -390,17 +127,18 @@ static int pods_appeared(void *ud)
 Test(appwrapper, job_succeeds_then_ttl_removes_components)
 {
 	tl_ctl *c = controller("solo");
-	create_aw("{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
-	          "\"metadata\":{\"name\":\"happy\",\"annotations\":{"
-	          "\"workload.codeflare.dev.appwrapper/successTTLDuration\":\"3s\"}},\"spec\":{"
-	          "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
-	          "\"kind\":\"Job\",\"metadata\":{\"name\":\"happy-job\"},\"spec\":{"
-	          "\"parallelism\":2,\"completions\":2,\"backoffLimit\":0,\"template\":{"
-	          "\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","
-	          "\"image\":\"busybox\"}]}}}}}]}}");
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"happy\",\"annotations\":{"
+	             "\"workload.codeflare.dev.appwrapper/successTTLDuration\":\"3s\"}},\"spec\":{"
+	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
+	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"happy-job\"},\"spec\":{"
+	             "\"parallelism\":2,\"completions\":2,\"backoffLimit\":0,\"template\":{"
+	             "\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","
+	             "\"image\":\"busybox\"}]}}}}}]}}");
 	/* without a webhook the controller suspends it for Kueue */
-	wait_phase("happy", "Suspended", 20000);
-	sf_obj *o = aw_cached("happy");
+	tl_aw_wait_phase(&W, "happy", "Suspended", 20000);
+	sf_obj *o = tl_aw_cached(&W, "happy");
 	cr_assert_eq(sf_jv_type(sf_jv_path(sf_obj_root(o), "spec.suspend")), SF_JSON_TRUE, "%s",
 	             o->json);
 	/* pod sets as Kueue reads them: one pod set of 2 */
@@ -408,36 +146,36 @@ Test(appwrapper, job_succeeds_then_ttl_removes_components)
 	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.componentStatus[0].podSets[0].replicas"),
 	            &replicas);
 	cr_assert_eq(replicas, 2);
-	admit("happy", NULL);
-	wait_phase("happy", "Running", 20000);
-	cr_assert_str_eq(cond("happy", "QuotaReserved", NULL, NULL), "True");
-	cr_assert_str_eq(cond("happy", "ResourcesDeployed", NULL, NULL), "True");
+	tl_aw_admit(&W, "happy", NULL);
+	tl_aw_wait_phase(&W, "happy", "Running", 20000);
+	cr_assert_str_eq(tl_aw_cond(&W, "happy", "QuotaReserved", NULL, NULL), "True");
+	cr_assert_str_eq(tl_aw_cond(&W, "happy", "ResourcesDeployed", NULL, NULL), "True");
 	pods_find f = {.aw = "happy", .want = 2};
 	cr_assert_eq(tl_run_until_fn(&K.loop, pods_appeared, &f, 20000), 0,
 	             "the Job controller made %d pods", f.n);
 	char p0[254], p1[254];
 	snprintf(p0, sizeof(p0), "%s", f.names[0]);
 	snprintf(p1, sizeof(p1), "%s", f.names[1]);
-	kubelet(p0, "Running", 0, NULL);
-	kubelet(p1, "Running", 0, NULL);
-	wait_cond("happy", "PodsReady", "True", 20000);
-	kubelet(p0, "Succeeded", 0, NULL);
+	tl_aw_kubelet(&W, p0, "Running", 0, NULL);
+	tl_aw_kubelet(&W, p1, "Running", 0, NULL);
+	tl_aw_wait_cond(&W, "happy", "PodsReady", "True", 20000);
+	tl_aw_kubelet(&W, p0, "Succeeded", 0, NULL);
 	/* one done, one running: still Running, still ready */
 	char msg[1024] = "";
-	wait_cond("happy", "PodsReady", "True", 5000);
-	sf_obj *now = aw_cached("happy");
+	tl_aw_wait_cond(&W, "happy", "PodsReady", "True", 5000);
+	sf_obj *now = tl_aw_cached(&W, "happy");
 	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(now), "status.phase"), "Running"));
-	kubelet(p1, "Succeeded", 0, NULL);
-	wait_phase("happy", "Succeeded", 20000);
+	tl_aw_kubelet(&W, p1, "Succeeded", 0, NULL);
+	tl_aw_wait_phase(&W, "happy", "Succeeded", 20000);
 	char reason[64] = "";
-	cr_assert_str_eq(cond("happy", "QuotaReserved", reason, msg), "False");
+	cr_assert_str_eq(tl_aw_cond(&W, "happy", "QuotaReserved", reason, msg), "False");
 	cr_assert_str_eq(reason, "Succeeded");
 	cr_assert_str_eq(msg, "2 pods succeeded and no running, pending, or failed pods");
 	/* success TTL 3 s: then the components go */
-	wait_all_gone("happy", 20000);
-	cr_assert_eq(get_status(&SF_GVR_JOBS, "happy-job"), 404);
-	wait_cond("happy", "ResourcesDeployed", "False", 10000);
-	cr_assert_str_eq(cond("happy", "ResourcesDeployed", reason, msg), "False");
+	tl_aw_wait_all_gone(&W, "happy", 20000);
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, "happy-job", NULL, NULL), 404);
+	tl_aw_wait_cond(&W, "happy", "ResourcesDeployed", "False", 10000);
+	cr_assert_str_eq(tl_aw_cond(&W, "happy", "ResourcesDeployed", reason, msg), "False");
 	cr_assert_str_eq(reason, "Succeeded");
 	cr_assert(strstr(msg, "Time to live after success of 3s expired"), "%s", msg);
 	cr_assert(tl_ctl_alive(c));
@@ -456,7 +194,7 @@ static void create_pod_aw(const char *name, const char *annotations, const char 
 	char body[4096];
 	snprintf(body, sizeof(body), POD_AW, name, annotations ? annotations : "", pod_name,
 	         spec_extra ? spec_extra : "");
-	create_aw(body);
+	tl_aw_create(&W, body);
 }
 
 static sf_obj *get_obj(const sf_gvr *gvr, const char *name)
@@ -482,22 +220,23 @@ Test(appwrapper, podsetinfos_are_injected_into_a_pod)
 	              "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":["
 	              "\"z1\"]}]}]}}},"
 	              "\"schedulingGates\":[{\"name\":\"g1\"}],");
-	wait_phase("inject", "Suspended", 20000);
-	admit("inject",
-	      "{\"spec\":{\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"v1\","
-	      "\"kind\":\"Pod\",\"metadata\":{\"name\":\"inject-pod\"},\"spec\":{\"restartPolicy\":"
-	      "\"Never\",\"nodeSelector\":{\"disk\":\"ssd\"},\"tolerations\":[{\"key\":\"a\","
-	      "\"operator\":\"Exists\"}],\"affinity\":{\"nodeAffinity\":{"
-	      "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
-	      "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}]}"
-	      "}},"
-	      "\"schedulingGates\":[{\"name\":\"g1\"}],\"containers\":[{\"name\":\"main\","
-	      "\"image\":\"busybox\"}]}},\"podSetInfos\":[{\"labels\":{\"kueue.x-k8s.io/podset\":"
-	      "\"main\"},\"annotations\":{\"kueue.x-k8s.io/workload\":\"w1\"},\"nodeSelector\":{"
-	      "\"pool\":\"gpu\"},\"tolerations\":[{\"key\":\"b\",\"operator\":\"Equal\",\"value\":"
-	      "\"v\",\"effect\":\"NoSchedule\"}],\"schedulingGates\":[{\"name\":\"g1\"},{\"name\":"
-	      "\"kueue.x-k8s.io/topology\"}]}]}]}}");
-	wait_phase("inject", "Running", 20000);
+	tl_aw_wait_phase(&W, "inject", "Suspended", 20000);
+	tl_aw_admit(
+	    &W, "inject",
+	    "{\"spec\":{\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"v1\","
+	    "\"kind\":\"Pod\",\"metadata\":{\"name\":\"inject-pod\"},\"spec\":{\"restartPolicy\":"
+	    "\"Never\",\"nodeSelector\":{\"disk\":\"ssd\"},\"tolerations\":[{\"key\":\"a\","
+	    "\"operator\":\"Exists\"}],\"affinity\":{\"nodeAffinity\":{"
+	    "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+	    "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}]}"
+	    "}},"
+	    "\"schedulingGates\":[{\"name\":\"g1\"}],\"containers\":[{\"name\":\"main\","
+	    "\"image\":\"busybox\"}]}},\"podSetInfos\":[{\"labels\":{\"kueue.x-k8s.io/podset\":"
+	    "\"main\"},\"annotations\":{\"kueue.x-k8s.io/workload\":\"w1\"},\"nodeSelector\":{"
+	    "\"pool\":\"gpu\"},\"tolerations\":[{\"key\":\"b\",\"operator\":\"Equal\",\"value\":"
+	    "\"v\",\"effect\":\"NoSchedule\"}],\"schedulingGates\":[{\"name\":\"g1\"},{\"name\":"
+	    "\"kueue.x-k8s.io/topology\"}]}]}]}}");
+	tl_aw_wait_phase(&W, "inject", "Running", 20000);
 	sf_obj *pod = get_obj(&SF_GVR_PODS, "inject-pod");
 	sf_jv p = sf_obj_root(pod);
 	sf_jv labels = sf_jv_path(p, "metadata.labels");
@@ -514,7 +253,7 @@ Test(appwrapper, podsetinfos_are_injected_into_a_pod)
 	                                    "nodeSelectorTerms[0].matchExpressions[0].key"),
 	                      "zone"));
 	/* owned by the AppWrapper as controller */
-	sf_obj *aw = aw_cached("inject");
+	sf_obj *aw = tl_aw_cached(&W, "inject");
 	cr_assert(sf_jv_streq(sf_jv_path(p, "metadata.ownerReferences[0].uid"), aw->uid));
 	cr_assert_eq(sf_jv_type(sf_jv_path(p, "metadata.ownerReferences[0].controller")),
 	             SF_JSON_TRUE);
@@ -525,73 +264,29 @@ Test(appwrapper, suspending_a_running_appwrapper_removes_its_resources)
 {
 	controller("solo");
 	create_job_aw("susp", NULL);
-	wait_phase("susp", "Suspended", 20000);
-	admit("susp", NULL);
-	wait_phase("susp", "Running", 20000);
+	tl_aw_wait_phase(&W, "susp", "Suspended", 20000);
+	tl_aw_admit(&W, "susp", NULL);
+	tl_aw_wait_phase(&W, "susp", "Running", 20000);
 	char pod[254];
-	wait_pod("susp", pod, sizeof(pod), 20000);
-	kubelet(pod, "Running", 0, NULL);
-	cr_assert_eq(patch(&TL_AW_GVR, "susp", NULL, "{\"spec\":{\"suspend\":true}}"), 200);
-	wait_phase("susp", "Suspended", 30000);
+	tl_aw_wait_pod(&W, "susp", pod, sizeof(pod), 20000);
+	tl_aw_kubelet(&W, pod, "Running", 0, NULL);
+	cr_assert_eq(
+	    tl_aw_req(&W, "PATCH", &TL_AW_GVR, "susp", NULL, "{\"spec\":{\"suspend\":true}}"), 200);
+	tl_aw_wait_phase(&W, "susp", "Suspended", 30000);
 	char reason[64] = "";
-	cr_assert_str_eq(cond("susp", "QuotaReserved", reason, NULL), "False");
+	cr_assert_str_eq(tl_aw_cond(&W, "susp", "QuotaReserved", reason, NULL), "False");
 	cr_assert_str_eq(reason, "Suspended");
-	cr_assert_str_eq(cond("susp", "ResourcesDeployed", NULL, NULL), "False");
-	wait_all_gone("susp", 30000);
-	cr_assert_eq(get_status(&SF_GVR_JOBS, "susp-job"), 404);
+	cr_assert_str_eq(tl_aw_cond(&W, "susp", "ResourcesDeployed", NULL, NULL), "False");
+	tl_aw_wait_all_gone(&W, "susp", 30000);
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, "susp-job", NULL, NULL), 404);
 }
 
-typedef struct ev_find {
-	const char *aw;
-	const char *needle;
-	int found;
-	int warning;
-	long count;
-} ev_find;
-
-static int ev_visit(void *ud, sf_obj *o)
-{
-	ev_find *f = ud;
-	sf_jv e = sf_obj_root(o);
-	char msg[1100] = "";
-	if (!sf_jv_streq(sf_jv_path(e, "involvedObject.name"), f->aw))
-		return 0;
-	sf_jv_str(sf_jv_get(e, "message"), msg, sizeof(msg));
-	if (strstr(msg, f->needle)) {
-		int64_t c = 0;
-		f->found++;
-		f->warning = sf_jv_streq(sf_jv_get(e, "type"), "Warning");
-		sf_jv_int64(sf_jv_get(e, "count"), &c);
-		if ((long)c > f->count)
-			f->count = (long)c; /* the largest series */
-	}
-	return 0;
-}
-
-static int ev_found(void *ud)
-{
-	ev_find *f = ud;
-	f->found = 0;
-	f->count = 0;
-	sf_store_each(sf_informer_store(EVENTS), ev_visit, f);
-	return f->found > 0;
-}
-
+/* Events that count a repeated failure (a series of 2 or more). */
 static int ev_aggregated(void *ud)
 {
-	ev_find *f = ud;
-	ev_found(f);
-	return f->count >= 2;
-}
-
-/* Waits for an Event about AppWrapper aw whose message contains needle. */
-static ev_find wait_event(const char *aw, const char *needle, long timeout_ms)
-{
-	ev_find f = {.aw = aw, .needle = needle};
-	if (tl_run_until_fn(&K.loop, ev_found, &f, timeout_ms) != 0)
-		cr_assert_fail("no event about %s containing \"%s\" within %ld ms", aw, needle,
-		               timeout_ms);
-	return f;
+	tl_aw_events *e = ud;
+	tl_aw_events_scan(&W, e);
+	return e->count >= 2;
 }
 
 Test(appwrapper, failed_pod_with_retry_limit_0_fails_visibly_then_cleans_up)
@@ -601,26 +296,26 @@ Test(appwrapper, failed_pod_with_retry_limit_0_fails_visibly_then_cleans_up)
 	              "\"workload.codeflare.dev.appwrapper/retryLimit\":\"0\","
 	              "\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\"",
 	              "fail0-pod", NULL);
-	wait_phase("fail0", "Suspended", 20000);
-	admit("fail0", NULL);
-	wait_phase("fail0", "Running", 20000);
-	kubelet("fail0-pod", "Failed", 1, "config file /etc/app.yaml: no such file");
-	wait_phase("fail0", "Failed", 20000);
+	tl_aw_wait_phase(&W, "fail0", "Suspended", 20000);
+	tl_aw_admit(&W, "fail0", NULL);
+	tl_aw_wait_phase(&W, "fail0", "Running", 20000);
+	tl_aw_kubelet(&W, "fail0-pod", "Failed", 1, "config file /etc/app.yaml: no such file");
+	tl_aw_wait_phase(&W, "fail0", "Failed", 20000);
 	char reason[64] = "", msg[1024] = "";
-	cr_assert_str_eq(cond("fail0", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(tl_aw_cond(&W, "fail0", "Unhealthy", reason, msg), "True");
 	cr_assert_str_eq(reason, "FoundFailedPods");
 	cr_assert(strstr(msg, "pod fail0-pod container main exited with code 1 (Error): config "
 	                      "file /etc/app.yaml: no such file"),
 	          "%s", msg);
-	ev_find ev = wait_event("fail0", "exited with code 1", 10000);
+	tl_aw_events ev = tl_aw_wait_event(&W, "fail0", "exited with code 1", 10000);
 	cr_assert(ev.warning);
 	/* then its resources go and quota is released (Kueue: finished) */
-	wait_cond("fail0", "ResourcesDeployed", "False", 30000);
-	cr_assert_str_eq(cond("fail0", "QuotaReserved", reason, NULL), "False");
+	tl_aw_wait_cond(&W, "fail0", "ResourcesDeployed", "False", 30000);
+	cr_assert_str_eq(tl_aw_cond(&W, "fail0", "QuotaReserved", reason, NULL), "False");
 	cr_assert_str_eq(reason, "Failed");
-	wait_all_gone("fail0", 30000);
+	tl_aw_wait_all_gone(&W, "fail0", 30000);
 	/* the failure stays on the AppWrapper */
-	cr_assert_str_eq(cond("fail0", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(tl_aw_cond(&W, "fail0", "Unhealthy", reason, msg), "True");
 	cr_assert(strstr(msg, "exited with code 1"), "%s", msg);
 }
 
@@ -632,13 +327,13 @@ Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 	create_job_aw(
 	    "gone",
 	    "\"workload.codeflare.dev.appwrapper/missingComponentGracePeriodDuration\":\"2s\"");
-	wait_phase("gone", "Suspended", 20000);
-	admit("gone", NULL);
-	wait_phase("gone", "Running", 20000);
+	tl_aw_wait_phase(&W, "gone", "Suspended", 20000);
+	tl_aw_admit(&W, "gone", NULL);
+	tl_aw_wait_phase(&W, "gone", "Running", 20000);
 	char pod[254];
-	wait_pod("gone", pod, sizeof(pod), 20000);
-	kubelet(pod, "Running", 0, NULL);
-	wait_cond("gone", "PodsReady", "True", 20000);
+	tl_aw_wait_pod(&W, "gone", pod, sizeof(pod), 20000);
+	tl_aw_kubelet(&W, pod, "Running", 0, NULL);
+	tl_aw_wait_cond(&W, "gone", "PodsReady", "True", 20000);
 	size_t mark = tl_ctl_nlines(c);
 	tl_res r = {0};
 	sf_kube_req q = {.method = "DELETE",
@@ -651,10 +346,10 @@ Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 	tl_do(&K, &q, &r);
 	cr_assert_eq(r.http_status, 200);
 	tl_res_clear(&r);
-	wait_phase("gone", "Failed", 15000);
+	tl_aw_wait_phase(&W, "gone", "Failed", 15000);
 	double s = (double)(sf_mono_ns() - t0) / 1e9;
 	char reason[64] = "", msg[1024] = "";
-	cr_assert_str_eq(cond("gone", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(tl_aw_cond(&W, "gone", "Unhealthy", reason, msg), "True");
 	cr_assert_str_eq(reason, "MissingComponent");
 	cr_assert_str_eq(msg, "Only found 0 deployed components, but was expecting 1");
 	cr_assert(s >= 1.0 && s < 9.0, "failed %.2f s after the delete (grace 2 s)", s);
@@ -665,7 +360,7 @@ Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 
 static void aw_uid(const char *name, char *uid, size_t n)
 {
-	sf_obj *o = aw_cached(name);
+	sf_obj *o = tl_aw_cached(&W, name);
 	cr_assert_not_null(o);
 	snprintf(uid, n, "%s", o->uid);
 }
@@ -676,7 +371,7 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 	/* ours: a pod already created (e.g. by a previous leader) with this
 	 * AppWrapper as controller */
 	create_pod_aw("adopt", NULL, "adopt-pod", NULL);
-	wait_phase("adopt", "Suspended", 20000);
+	tl_aw_wait_phase(&W, "adopt", "Suspended", 20000);
 	char uid[64], body[2048];
 	aw_uid("adopt", uid, sizeof(uid));
 	snprintf(
@@ -698,34 +393,27 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 	char pod_uid[64];
 	snprintf(pod_uid, sizeof(pod_uid), "%s", r.obj->uid);
 	tl_res_clear(&r);
-	admit("adopt", NULL);
-	wait_phase("adopt", "Running", 20000);
+	tl_aw_admit(&W, "adopt", NULL);
+	tl_aw_wait_phase(&W, "adopt", "Running", 20000);
 	sf_obj *mine = get_obj(&SF_GVR_PODS, "adopt-pod");
 	cr_assert_str_eq(mine->uid, pod_uid, "the existing pod was replaced");
 	sf_obj_unref(mine);
 	(void)c;
 	char reason[64] = "";
-	cond("adopt", "Unhealthy", reason, NULL);
+	tl_aw_cond(&W, "adopt", "Unhealthy", reason, NULL);
 	cr_assert_str_neq(reason, "CreateFailed");
 
 	/* someone else's object holds the name */
 	snprintf(body, sizeof(body),
 	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"taken-pod\"},"
 	         "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}");
-	sf_kube_req q2 = {.method = "POST",
-	                  .gvr = &SF_GVR_PODS,
-	                  .ns = NS,
-	                  .body = body,
-	                  .body_len = strlen(body)};
-	tl_do(&K, &q2, &r);
-	cr_assert_eq(r.http_status, 201);
-	tl_res_clear(&r);
+	cr_assert_eq(tl_aw_req(&W, "POST", &SF_GVR_PODS, NULL, NULL, body), 201);
 	create_pod_aw("foreign", NULL, "taken-pod", NULL);
-	wait_phase("foreign", "Suspended", 20000);
-	admit("foreign", NULL);
-	wait_phase("foreign", "Failed", 20000);
+	tl_aw_wait_phase(&W, "foreign", "Suspended", 20000);
+	tl_aw_admit(&W, "foreign", NULL);
+	tl_aw_wait_phase(&W, "foreign", "Failed", 20000);
 	char msg[1024] = "";
-	cr_assert_str_eq(cond("foreign", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(tl_aw_cond(&W, "foreign", "Unhealthy", reason, msg), "True");
 	cr_assert_str_eq(reason, "CreateFailed");
 	cr_assert(strstr(msg, "Pod taken-pod exists, but is not controlled by this AppWrapper"),
 	          "%s", msg);
@@ -738,33 +426,35 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 Test(appwrapper, bad_components_fail_clearly_and_others_are_served)
 {
 	controller("solo");
-	create_aw("{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
-	          "\"metadata\":{\"name\":\"unknown-kind\"},\"spec\":{\"suspend\":false,"
-	          "\"components\":[{\"template\":{\"apiVersion\":\"example.com/v1\",\"kind\":"
-	          "\"Widget\",\"metadata\":{\"name\":\"w\"},\"spec\":{}}}]}}");
-	create_aw(
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"unknown-kind\"},\"spec\":{\"suspend\":false,"
+	             "\"components\":[{\"template\":{\"apiVersion\":\"example.com/v1\",\"kind\":"
+	             "\"Widget\",\"metadata\":{\"name\":\"w\"},\"spec\":{}}}]}}");
+	tl_aw_create(
+	    &W,
 	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
 	    "\"metadata\":{\"name\":\"bad-path\"},\"spec\":{\"suspend\":false,"
 	    "\"components\":[{\"podSets\":[{\"path\":\"template.spec.nothere\",\"replicas\":1}],"
 	    "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"bp\"},"
 	    "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
 	create_pod_aw("fine", NULL, "fine-pod", NULL);
-	wait_phase("unknown-kind", "Suspended", 20000);
-	wait_phase("fine", "Suspended", 20000);
-	admit("unknown-kind", NULL);
-	admit("fine", NULL);
-	wait_phase("unknown-kind", "Failed", 20000);
+	tl_aw_wait_phase(&W, "unknown-kind", "Suspended", 20000);
+	tl_aw_wait_phase(&W, "fine", "Suspended", 20000);
+	tl_aw_admit(&W, "unknown-kind", NULL);
+	tl_aw_admit(&W, "fine", NULL);
+	tl_aw_wait_phase(&W, "unknown-kind", "Failed", 20000);
 	char reason[64] = "", msg[1024] = "";
-	cr_assert_str_eq(cond("unknown-kind", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(tl_aw_cond(&W, "unknown-kind", "Unhealthy", reason, msg), "True");
 	cr_assert_str_eq(reason, "CreateFailed");
 	cr_assert(strstr(msg, "no matches for kind \"Widget\" in version \"example.com/v1\""), "%s",
 	          msg);
-	wait_phase("fine", "Running", 20000);
+	tl_aw_wait_phase(&W, "fine", "Running", 20000);
 	/* a pod set path that points nowhere: failed with the path named */
-	wait_phase("bad-path", "Suspended", 20000);
-	admit("bad-path", NULL);
-	wait_phase("bad-path", "Failed", 20000);
-	cr_assert_str_eq(cond("bad-path", "Unhealthy", reason, msg), "True");
+	tl_aw_wait_phase(&W, "bad-path", "Suspended", 20000);
+	tl_aw_admit(&W, "bad-path", NULL);
+	tl_aw_wait_phase(&W, "bad-path", "Failed", 20000);
+	cr_assert_str_eq(tl_aw_cond(&W, "bad-path", "Unhealthy", reason, msg), "True");
 	cr_assert(strstr(msg, "nothere"), "%s", msg);
 }
 
@@ -790,7 +480,7 @@ static double now_ms(void)
 static int crashloop_step(void *ud)
 {
 	crashloop *cl = ud;
-	sf_obj *p = sf_store_get_ns(sf_informer_store(PODS), NS, cl->pod);
+	sf_obj *p = sf_store_get_ns(sf_informer_store(W.pods), NS, cl->pod);
 	if (!p || sf_jv_ok(sf_jv_path(sf_obj_root(p), "metadata.deletionTimestamp")))
 		return 0;
 	if (cl->n > 0 && strcmp(cl->uids[cl->n - 1], p->uid) == 0)
@@ -804,7 +494,7 @@ static int crashloop_step(void *ud)
 
 static int is_failed_phase(const char *name)
 {
-	sf_obj *o = aw_cached(name);
+	sf_obj *o = tl_aw_cached(&W, name);
 	return o && sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), "Failed");
 }
 
@@ -836,8 +526,8 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 	              "\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\","
 	              "\"workload.codeflare.dev.appwrapper/retryPausePeriodDuration\":\"1s\"",
 	              "crashloop-pod", NULL);
-	wait_phase("crashloop", "Suspended", 20000);
-	admit("crashloop", NULL);
+	tl_aw_wait_phase(&W, "crashloop", "Suspended", 20000);
+	tl_aw_admit(&W, "crashloop", NULL);
 	crashloop cl = {.pod = "crashloop-pod"};
 	int killed = 0;
 	while (!is_failed_phase("crashloop")) {
@@ -845,11 +535,12 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 		if (tl_run_until_fn(&K.loop, crashloop_step, &cl, 60000) != 0) {
 			if (is_failed_phase("crashloop"))
 				break;
-			dump_aw("crashloop");
+			tl_aw_dump(&W, "crashloop");
 			cr_assert_fail("no new incarnation within 60 s (had %d)", cl.n);
 		}
 		cr_assert_eq(cl.n, before + 1);
-		kubelet(cl.pod, "Failed", 1, "walk bundle dir /manifests: not a directory");
+		tl_aw_kubelet(&W, cl.pod, "Failed", 1,
+		              "walk bundle dir /manifests: not a directory");
 		cl.failed_ms[cl.n - 1] = now_ms();
 		if (cl.n == 3 && !killed) {
 			/* the leader dies in the middle of the backoff */
@@ -868,7 +559,7 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 		if (cl.n == 6)
 			break;
 	}
-	wait_phase("crashloop", "Failed", 60000);
+	tl_aw_wait_phase(&W, "crashloop", "Failed", 60000);
 	cr_assert_eq(cl.n, 6, "incarnations: %d (1 + retryLimit 5)", cl.n);
 	for (int k = 1; k < cl.n; k++) {
 		double gap = (cl.created_ms[k] - cl.failed_ms[k - 1]) / 1000.0;
@@ -886,21 +577,21 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 			          "the pause did not grow");
 	}
 	char reason[64] = "", msg[1024] = "";
-	cr_assert_str_eq(cond("crashloop", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(tl_aw_cond(&W, "crashloop", "Unhealthy", reason, msg), "True");
 	cr_assert(strstr(msg, "exited with code 1 (Error): walk bundle dir /manifests: not a "
 	                      "directory"),
 	          "%s", msg);
-	sf_obj *o = aw_cached("crashloop");
+	sf_obj *o = tl_aw_cached(&W, "crashloop");
 	int64_t resets = 0;
 	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.resettingCount"), &resets);
 	cr_assert_eq(resets, 5);
-	ev_find ev = wait_event("crashloop", "exited with code 1", 10000);
+	tl_aw_events ev = tl_aw_wait_event(&W, "crashloop", "exited with code 1", 10000);
 	cr_assert(ev.warning);
 	cr_assert(killed);
 	/* aggregated: the same failure again is a count on one Event, not a
 	 * new Event per reconcile (each leader keeps its own series) */
 	cr_assert(ev.found <= 4, "%d Events for 6 failures", ev.found);
-	ev_find agg = {.aw = "crashloop", .needle = "exited with code 1"};
+	tl_aw_events agg = {.aw = "crashloop", .needle = "exited with code 1"};
 	cr_assert_eq(tl_run_until_fn(&K.loop, ev_aggregated, &agg, 10000), 0,
 	             "no Event counts a repeated failure (largest count %ld)", agg.count);
 }
@@ -912,9 +603,9 @@ Test(appwrapper, changes_by_others_to_a_live_component_do_not_recreate_it)
 	controller("solo");
 	create_pod_aw("drift", NULL, "drift-pod",
 	              "\"volumes\":[{\"name\":\"cfg\",\"configMap\":{\"name\":\"cfg\"}}],");
-	wait_phase("drift", "Suspended", 20000);
-	admit("drift", NULL);
-	wait_phase("drift", "Running", 20000);
+	tl_aw_wait_phase(&W, "drift", "Suspended", 20000);
+	tl_aw_admit(&W, "drift", NULL);
+	tl_aw_wait_phase(&W, "drift", "Running", 20000);
 	sf_obj *p = get_obj(&SF_GVR_PODS, "drift-pod");
 	char uid[64];
 	snprintf(uid, sizeof(uid), "%s", p->uid);
@@ -927,18 +618,18 @@ Test(appwrapper, changes_by_others_to_a_live_component_do_not_recreate_it)
 	sf_obj_unref(p);
 	/* a webhook-like mutation of labels and annotations */
 	cr_assert_eq(
-	    patch(&SF_GVR_PODS, "drift-pod", NULL,
-	          "{\"metadata\":{\"labels\":{\"injected-by\":\"webhook\"},\"annotations\":{"
-	          "\"sidecar.example.com/status\":\"injected\"}}}"),
+	    tl_aw_req(&W, "PATCH", &SF_GVR_PODS, "drift-pod", NULL,
+	              "{\"metadata\":{\"labels\":{\"injected-by\":\"webhook\"},\"annotations\":{"
+	              "\"sidecar.example.com/status\":\"injected\"}}}"),
 	    200);
 	/* then the pod runs: PodsReady proves a reconcile after the changes */
-	kubelet("drift-pod", "Running", 0, NULL);
-	wait_cond("drift", "PodsReady", "True", 20000);
+	tl_aw_kubelet(&W, "drift-pod", "Running", 0, NULL);
+	tl_aw_wait_cond(&W, "drift", "PodsReady", "True", 20000);
 	p = get_obj(&SF_GVR_PODS, "drift-pod");
 	cr_assert_str_eq(p->uid, uid, "the pod was re-created");
 	cr_assert_not(sf_jv_ok(sf_jv_path(sf_obj_root(p), "metadata.deletionTimestamp")));
 	sf_obj_unref(p);
-	sf_obj *o = aw_cached("drift");
+	sf_obj *o = tl_aw_cached(&W, "drift");
 	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), "Running"));
 	int64_t resets = 0; /* absent = 0 */
 	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.resettingCount"), &resets);
@@ -998,7 +689,7 @@ static int round_count(void *ud)
 	for (int i = 0; i < rc->n; i++) {
 		char name[64], reason[64] = "";
 		snprintf(name, sizeof(name), "%s-%d", rc->prefix, i);
-		sf_obj *o = aw_cached(name);
+		sf_obj *o = tl_aw_cached(&W, name);
 		if (!o)
 			continue;
 		sf_jv ph = sf_jv_path(sf_obj_root(o), "status.phase");
@@ -1006,7 +697,7 @@ static int round_count(void *ud)
 			rc->running++;
 		if (sf_jv_streq(ph, "Failed"))
 			rc->failed++;
-		cond(name, "Unhealthy", reason, NULL);
+		tl_aw_cond(&W, name, "Unhealthy", reason, NULL);
 		if (strcmp(reason, "MissingComponent") == 0)
 			rc->missing++;
 	}
@@ -1074,7 +765,7 @@ static void incident_a(long lag_ms, int rounds)
 			for (int i = 0; i < A_AWS; i++) {
 				char name[64];
 				snprintf(name, sizeof(name), "%s-%d", prefix, i);
-				dump_aw(name);
+				tl_aw_dump(&W, name);
 			}
 			cr_assert_fail("round %d: %d running, %d failed, %d MissingComponent", r,
 			               rc.running, rc.failed, rc.missing);
@@ -1084,13 +775,13 @@ static void incident_a(long lag_ms, int rounds)
 		for (int i = 0; i < A_AWS; i++) {
 			char name[64], pod[254];
 			snprintf(name, sizeof(name), "%s-%d", prefix, i);
-			wait_pod(name, pod, sizeof(pod), 30000);
-			kubelet(pod, "Running", 0, NULL);
+			tl_aw_wait_pod(&W, name, pod, sizeof(pod), 30000);
+			tl_aw_kubelet(&W, pod, "Running", 0, NULL);
 		}
 		for (int i = 0; i < A_AWS; i++) {
 			char name[64];
 			snprintf(name, sizeof(name), "%s-%d", prefix, i);
-			wait_cond(name, "PodsReady", "True", 30000);
+			tl_aw_wait_cond(&W, name, "PodsReady", "True", 30000);
 		}
 		rc = (round_ctx){.prefix = prefix, .n = A_AWS, .phase = "Running"};
 		round_count(&rc);
@@ -1157,15 +848,15 @@ Test(appwrapper, huge_appwrapper_is_handled_and_others_served)
 	             "\"%s\"}]}]}}}]}}",
 	             val) > 0);
 	free(val);
-	create_aw(body);
+	tl_aw_create(&W, body);
 	free(body);
 	create_pod_aw("fine2", NULL, "fine2-pod", NULL);
-	wait_phase("huge", "Suspended", 30000);
-	wait_phase("fine2", "Suspended", 30000);
-	admit("huge", NULL);
-	admit("fine2", NULL);
-	wait_phase("fine2", "Running", 30000);
-	wait_phase("huge", "Running", 30000);
+	tl_aw_wait_phase(&W, "huge", "Suspended", 30000);
+	tl_aw_wait_phase(&W, "fine2", "Suspended", 30000);
+	tl_aw_admit(&W, "huge", NULL);
+	tl_aw_admit(&W, "fine2", NULL);
+	tl_aw_wait_phase(&W, "fine2", "Running", 30000);
+	tl_aw_wait_phase(&W, "huge", "Running", 30000);
 	sf_obj *p = get_obj(&SF_GVR_PODS, "huge-pod");
 	cr_assert_eq(sf_jv_len(sf_jv_path(sf_obj_root(p), "spec.containers[0].env[0].value")), 0);
 	char *v = sf_jv_strdup(sf_jv_path(sf_obj_root(p), "spec.containers[0].env[0].value"));
@@ -1176,50 +867,24 @@ Test(appwrapper, huge_appwrapper_is_handled_and_others_served)
 
 /* ---- probes and metrics ---- */
 
-static size_t collect(char *p, size_t sz, size_t n, void *ud)
-{
-	sf_buf *b = ud;
-	sf_buf_append(b, p, sz * n);
-	return sz * n;
-}
-
-/* A blocking GET of http://127.0.0.1:port/path: status, body into b. */
-static long http_get(int port, const char *path, sf_buf *b)
-{
-	char url[128];
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	CURL *h = curl_easy_init();
-	cr_assert(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-	CURLcode rc = curl_easy_perform(h);
-	cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
-	long code = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(h);
-	return code;
-}
-
 Test(appwrapper, probes_and_metrics)
 {
 	tl_ctl *c = controller("solo");
 	int hp = tl_ctl_port(&K.loop, c, "health");
 	int mp = tl_ctl_port(&K.loop, c, "metrics");
 	create_pod_aw("metered", NULL, "metered-pod", NULL);
-	wait_phase("metered", "Suspended", 20000);
-	admit("metered", NULL);
-	wait_phase("metered", "Running", 20000);
+	tl_aw_wait_phase(&W, "metered", "Suspended", 20000);
+	tl_aw_admit(&W, "metered", NULL);
+	tl_aw_wait_phase(&W, "metered", "Running", 20000);
 	sf_buf b;
 	sf_buf_init(&b, 1 << 22);
-	cr_assert_eq(http_get(hp, "/healthz", &b), 200, "%s", b.data);
+	cr_assert_eq(tl_ctl_http_get(hp, "/healthz", &b), 200, "%s", b.data);
 	sf_buf_reset(&b);
-	cr_assert_eq(http_get(hp, "/readyz", &b), 200, "%s", b.data);
+	cr_assert_eq(tl_ctl_http_get(hp, "/readyz", &b), 200, "%s", b.data);
 	sf_buf_reset(&b);
-	cr_assert_eq(http_get(hp, "/nope", &b), 404);
+	cr_assert_eq(tl_ctl_http_get(hp, "/nope", &b), 404);
 	sf_buf_reset(&b);
-	cr_assert_eq(http_get(mp, "/metrics", &b), 200);
+	cr_assert_eq(tl_ctl_http_get(mp, "/metrics", &b), 200);
 	char want[256];
 	snprintf(want, sizeof(want), "appwrapper_phase_total{namespace=\"%s\",phase=\"Running\"} 1",
 	         NS);
@@ -1252,7 +917,7 @@ static int readyz_is(void *ud)
 	ready_poll *r = ud;
 	sf_buf b;
 	sf_buf_init(&b, 1 << 16);
-	r->last = http_get(r->port, "/readyz", &b);
+	r->last = tl_ctl_http_get(r->port, "/readyz", &b);
 	sf_buf_free(&b);
 	return r->last == r->want;
 }
@@ -1291,10 +956,9 @@ Test(appwrapper, starts_while_the_api_is_unreachable_and_recovers)
 	/* the network comes back: it becomes ready and works */
 	tp_blackhole(proxy, 0);
 	r = (ready_poll){hport, 200, 0};
-	cr_assert_eq(tl_run_until_fn(&K.loop, readyz_is, &r, 60000), 0, "/readyz said %ld",
-	             r.last);
+	cr_assert_eq(tl_run_until_fn(&K.loop, readyz_is, &r, 60000), 0, "/readyz said %ld", r.last);
 	create_pod_aw("after-outage", NULL, "after-outage-pod", NULL);
-	wait_phase("after-outage", "Suspended", 30000);
+	tl_aw_wait_phase(&W, "after-outage", "Suspended", 30000);
 	cr_assert(tl_ctl_alive(c));
 	tl_ctl_stop_all(&K.loop);
 	tp_close(proxy);

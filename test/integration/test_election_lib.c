@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "steadfast/buf.h"
 #include "steadfast/time.h"
 #include "tl.h"
 
@@ -23,13 +22,12 @@
 
 struct ep_proc {
 	uv_process_t proc;
-	uv_pipe_t out;
+	tl_lines out; /* stdout, raw; each line parsed into lines[] as it comes */
 	char id[160];
 	char logpath[PATH_MAX + 64];
-	sf_buf partial;
 	ep_line **lines; /* each line its own allocation: pointers handed out stay valid */
 	size_t n, cap;
-	int exited, handles_open;
+	int exited, proc_open;
 	int64_t exit_status;
 	int term_signal;
 	double killed_ms, exit_ms;
@@ -57,8 +55,11 @@ const char *ep_bin(const char *name, char *buf, size_t n)
 	return buf;
 }
 
-static void add_line(ep_proc *p, const char *s, size_t len)
+/* A line of the candidate's stdout: "<ms> EVENT rest" (text points into
+ * the raw line, which out keeps). */
+static void add_line(void *owner, const char *raw)
 {
+	ep_proc *p = owner;
 	if (p->n == p->cap) {
 		p->cap = p->cap ? p->cap * 2 : 64;
 		p->lines = realloc(p->lines, p->cap * sizeof(*p->lines));
@@ -66,15 +67,12 @@ static void add_line(ep_proc *p, const char *s, size_t len)
 	}
 	ep_line *l = calloc(1, sizeof(*l));
 	cr_assert(l);
-	p->lines[p->n] = l;
-	char *text = strndup(s, len);
-	cr_assert(text);
+	p->lines[p->n++] = l;
 	char *end;
-	l->ms = strtod(text, &end);
-	if (end == text) {
-		l->text = text; /* not one of ours: keep as is */
+	l->ms = strtod(raw, &end);
+	if (end == raw) {
+		l->text = raw; /* not one of ours: keep as is */
 		snprintf(l->ev, sizeof(l->ev), "?");
-		p->n++;
 		return;
 	}
 	while (*end == ' ')
@@ -84,42 +82,13 @@ static void add_line(ep_proc *p, const char *s, size_t len)
 	end += evl;
 	while (*end == ' ')
 		end++;
-	l->text = strdup(end);
-	free(text);
-	cr_assert(l->text);
-	p->n++;
+	l->text = end;
 }
 
-static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b)
-{
-	(void)h;
-	b->base = malloc(sz);
-	b->len = b->base ? sz : 0;
-}
-
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
-{
-	ep_proc *p = s->data;
-	if (nread > 0) {
-		sf_buf_append(&p->partial, b->base, (size_t)nread);
-		size_t start = 0;
-		for (size_t i = 0; i < p->partial.len; i++) {
-			if (p->partial.data[i] == '\n') {
-				add_line(p, p->partial.data + start, i - start);
-				start = i + 1;
-			}
-		}
-		sf_buf_consume(&p->partial, start);
-	} else if (nread < 0) {
-		uv_read_stop(s);
-	}
-	free(b->base);
-}
-
-static void on_handle_closed(uv_handle_t *h)
+static void proc_closed(uv_handle_t *h)
 {
 	ep_proc *p = h->data;
-	p->handles_open--;
+	p->proc_open = 0;
 }
 
 static void proc_exited(uv_process_t *pr, int64_t status, int sig)
@@ -136,7 +105,6 @@ ep_proc *ep_start(uv_loop_t *loop, const ep_opts *o)
 	cr_assert(nprocs < MAX_PROCS);
 	ep_proc *p = calloc(1, sizeof(*p));
 	cr_assert(p);
-	sf_buf_init(&p->partial, 1 << 20);
 	snprintf(p->id, sizeof(p->id), "%s", o->id);
 	char bin[PATH_MAX];
 	/* logs next to the test binary: $(O)/test/election-logs/ */
@@ -190,11 +158,10 @@ ep_proc *ep_start(uv_loop_t *loop, const ep_opts *o)
 
 	int logfd = open(p->logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	cr_assert(logfd >= 0, "open %s", p->logpath);
-	uv_pipe_init(loop, &p->out, 0);
-	p->out.data = p;
+	tl_lines_init(&p->out, loop, -1, add_line, p);
 	uv_stdio_container_t stdio[3] = {
 	    {.flags = UV_IGNORE},
-	    {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&p->out},
+	    tl_lines_stdio(&p->out),
 	    {.flags = UV_INHERIT_FD, .data.fd = logfd},
 	};
 	uv_process_options_t po = {
@@ -208,8 +175,8 @@ ep_proc *ep_start(uv_loop_t *loop, const ep_opts *o)
 	int rc = uv_spawn(loop, &p->proc, &po);
 	close(logfd);
 	cr_assert_eq(rc, 0, "spawn %s: %s", bin, uv_strerror(rc));
-	p->handles_open = 2;
-	uv_read_start((uv_stream_t *)&p->out, on_alloc, on_read);
+	p->proc_open = 1;
+	tl_lines_start(&p->out);
 	procs[nprocs++] = p;
 	return p;
 }
@@ -405,7 +372,7 @@ static int all_closed(void *ud)
 {
 	(void)ud;
 	for (size_t i = 0; i < nprocs; i++)
-		if (procs[i]->handles_open > 0 || !procs[i]->exited)
+		if (procs[i]->proc_open || procs[i]->out.open || !procs[i]->exited)
 			return 0;
 	return 1;
 }
@@ -421,21 +388,21 @@ void ep_cleanup(uv_loop_t *loop)
 		while (!p->exited && w++ < 1000)
 			uv_run(loop, UV_RUN_ONCE);
 		if (!uv_is_closing((uv_handle_t *)&p->proc))
-			uv_close((uv_handle_t *)&p->proc, on_handle_closed);
-		if (!uv_is_closing((uv_handle_t *)&p->out))
-			uv_close((uv_handle_t *)&p->out, on_handle_closed);
+			uv_close((uv_handle_t *)&p->proc, proc_closed);
+		tl_lines_close(&p->out);
 	}
 	tl_run_until_fn(loop, all_closed, NULL, 10000);
 	for (size_t i = 0; i < nprocs; i++) {
 		ep_proc *p = procs[i];
-		for (size_t j = 0; j < p->n; j++) {
-			free(p->lines[j]->text);
+		for (size_t j = 0; j < p->n; j++)
 			free(p->lines[j]);
-		}
 		free(p->lines);
-		sf_buf_free(&p->partial);
-		if (p->handles_open <= 0)
+		p->lines = NULL;
+		p->n = p->cap = 0;
+		if (!p->proc_open && !p->out.open) {
+			tl_lines_free(&p->out);
 			free(p);
+		}
 	}
 	nprocs = 0;
 }

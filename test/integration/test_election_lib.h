@@ -16,9 +16,9 @@
 #include <uv.h>
 
 typedef struct ep_line {
-	double ms;   /* CLOCK_MONOTONIC of the event, ms */
-	char ev[16]; /* START, LEADING, STOPPED, ... */
-	char *text;  /* the rest of the line */
+	double ms;        /* CLOCK_MONOTONIC of the event, ms */
+	char ev[16];      /* START, LEADING, STOPPED, ... */
+	const char *text; /* the rest of the line */
 } ep_line;
 
 typedef struct ep_proc ep_proc;

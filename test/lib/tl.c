@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "steadfast/log.h"
 #include "steadfast/time.h"
@@ -210,4 +211,93 @@ void tl_namespace_delete(tl_kube *k, const char *ns)
 	sf_kube_req req = {.method = "DELETE", .gvr = &SF_GVR_NAMESPACES, .name = ns};
 	tl_do(k, &req, &r);
 	tl_res_clear(&r);
+}
+
+/* ---- a child process's output as lines ---- */
+
+void tl_lines_init(tl_lines *l, uv_loop_t *loop, int tee_fd,
+                   void (*on_line)(void *owner, const char *line), void *owner)
+{
+	memset(l, 0, sizeof(*l));
+	l->tee_fd = tee_fd;
+	l->on_line = on_line;
+	l->owner = owner;
+	sf_buf_init(&l->partial, 1 << 20);
+	cr_assert_eq(uv_pipe_init(loop, &l->pipe, 0), 0);
+	l->pipe.data = l;
+	l->open = 1;
+}
+
+uv_stdio_container_t tl_lines_stdio(tl_lines *l)
+{
+	return (uv_stdio_container_t){.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
+	                              .data.stream = (uv_stream_t *)&l->pipe};
+}
+
+static void lines_add(tl_lines *l, const char *s, size_t len)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 256;
+		l->lines = realloc(l->lines, l->cap * sizeof(*l->lines));
+		cr_assert(l->lines);
+	}
+	l->lines[l->n] = strndup(s, len);
+	cr_assert(l->lines[l->n]);
+	l->n++;
+	if (l->on_line)
+		l->on_line(l->owner, l->lines[l->n - 1]);
+}
+
+static void lines_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b)
+{
+	(void)h;
+	b->base = malloc(sz);
+	b->len = b->base ? sz : 0;
+}
+
+static void lines_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+	tl_lines *l = s->data;
+	if (nread > 0) {
+		if (l->tee_fd >= 0 && write(l->tee_fd, b->base, (size_t)nread) < 0) {
+			/* the copy is a convenience; the lines are kept anyway */
+		}
+		sf_buf_append(&l->partial, b->base, (size_t)nread);
+		size_t start = 0;
+		for (size_t i = 0; i < l->partial.len; i++)
+			if (l->partial.data[i] == '\n') {
+				lines_add(l, l->partial.data + start, i - start);
+				start = i + 1;
+			}
+		sf_buf_consume(&l->partial, start);
+	} else if (nread < 0) {
+		uv_read_stop(s);
+	}
+	free(b->base);
+}
+
+void tl_lines_start(tl_lines *l)
+{
+	cr_assert_eq(uv_read_start((uv_stream_t *)&l->pipe, lines_alloc, lines_read), 0);
+}
+
+static void lines_closed(uv_handle_t *h)
+{
+	((tl_lines *)h->data)->open = 0;
+}
+
+void tl_lines_close(tl_lines *l)
+{
+	if (!uv_is_closing((uv_handle_t *)&l->pipe))
+		uv_close((uv_handle_t *)&l->pipe, lines_closed);
+}
+
+void tl_lines_free(tl_lines *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->lines[i]);
+	free(l->lines);
+	sf_buf_free(&l->partial);
+	l->lines = NULL;
+	l->n = l->cap = 0;
 }

@@ -3,8 +3,10 @@
  *
  * Tests drive the real client on a libuv loop. These helpers run the loop
  * until a callback has fired (never a fixed sleep), with a deadline so a
- * hung request fails the test instead of hanging it, and give access to the
- * control plane that tools/with-cluster.sh started (its env file).
+ * hung request fails the test instead of hanging it, give access to the
+ * control plane that tools/with-cluster.sh started (its env file), and
+ * collect a child process's output as lines (tl_ctl's controllers, the
+ * election tests' candidates).
  */
 #ifndef STEADFAST_TEST_TL_H
 #define STEADFAST_TEST_TL_H
@@ -12,6 +14,7 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "steadfast/buf.h"
 #include "steadfast/client.h"
 
 /* Value of KEY from the cluster env file ($STEADFAST_CLUSTER_ENV); aborts
@@ -61,5 +64,36 @@ void tl_do(tl_kube *k, const sf_kube_req *req, tl_res *out);
 const char *tl_namespace(tl_kube *k, const char *prefix, char *buf, size_t n);
 /* Deletes a namespace (does not wait for it to go). */
 void tl_namespace_delete(tl_kube *k, const char *ns);
+
+/* A child process's stdout or stderr, read through a pipe on the test's
+ * loop and kept as lines. Each complete line (without its newline) is its
+ * own NUL-terminated allocation, so pointers into a line stay valid until
+ * tl_lines_free. Use: tl_lines_init, put tl_lines_stdio in the child's
+ * stdio, uv_spawn, tl_lines_start; at the end tl_lines_close, run the loop
+ * until !open, tl_lines_free. */
+typedef struct tl_lines {
+	uv_pipe_t pipe; /* the read end (handle data: this tl_lines) */
+	int tee_fd;     /* >= 0: every byte read is also written there */
+	/* called with each new line once it is kept (may be NULL) */
+	void (*on_line)(void *owner, const char *line);
+	void *owner;
+	char **lines;
+	size_t n, cap;
+	sf_buf partial; /* the incomplete last line */
+	int open;       /* 1 until the loop has closed the pipe */
+} tl_lines;
+
+/* Initialises l and its pipe on loop; tee_fd -1 for none. */
+void tl_lines_init(tl_lines *l, uv_loop_t *loop, int tee_fd,
+                   void (*on_line)(void *owner, const char *line), void *owner);
+/* The stdio entry connecting a child's fd to l's pipe. */
+uv_stdio_container_t tl_lines_stdio(tl_lines *l);
+/* Starts reading (after uv_spawn succeeded); lines arrive while the loop runs. */
+void tl_lines_start(tl_lines *l);
+/* Closes the pipe unless it is closing already; open drops to 0 once the
+ * loop has run the close. */
+void tl_lines_close(tl_lines *l);
+/* Frees the lines and the partial one; the pipe must be closed. */
+void tl_lines_free(tl_lines *l);
 
 #endif

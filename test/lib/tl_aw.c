@@ -1,7 +1,8 @@
 /*
  * tl_aw.c - AppWrapper helpers for the integration tests (see tl_aw.h):
  * CRD install, YAML manifests applied through the real client, structural
- * JSON comparison.
+ * JSON comparison, and a watched namespace with the waits, Kueue and
+ * kubelet of the tests that run the controller.
  */
 #include "tl_aw.h"
 
@@ -244,14 +245,25 @@ void tl_aw_applied_clear(tl_aw_applied *a)
 
 /* ---- the CRD ---- */
 
-int tl_aw_condition(sf_jv conditions, const char *type, char *status, size_t n)
+/* The condition of the given type in a conditions array: 0, or -ENOENT. */
+static int find_condition(sf_jv conditions, const char *type, sf_jv *out)
 {
 	sf_jv_iter it = sf_jv_iter_init(conditions);
 	sf_jv key, c;
 	while (sf_jv_next(&it, &key, &c))
-		if (sf_jv_streq(sf_jv_get(c, "type"), type))
-			return sf_jv_str(sf_jv_get(c, "status"), status, n) < 0 ? -ENOENT : 0;
+		if (sf_jv_streq(sf_jv_get(c, "type"), type)) {
+			*out = c;
+			return 0;
+		}
 	return -ENOENT;
+}
+
+int tl_aw_condition(sf_jv conditions, const char *type, char *status, size_t n)
+{
+	sf_jv c;
+	if (find_condition(conditions, type, &c) != 0)
+		return -ENOENT;
+	return sf_jv_str(sf_jv_get(c, "status"), status, n) < 0 ? -ENOENT : 0;
 }
 
 static int crd_established(const sf_obj *o)
@@ -514,4 +526,312 @@ int tl_aw_json_equal(sf_jv a, sf_jv b, char *where, size_t n)
 	if (where && n)
 		where[0] = '\0';
 	return jeq(a, b, &p, where, n);
+}
+
+/* ---- a namespace of AppWrappers under watch ---- */
+
+static sf_informer *watch_one(tl_aw_watch *w, const sf_gvr *gvr)
+{
+	sf_informer *inf = NULL;
+	sf_informer_opts o = {.reflector = {.gvr = gvr, .ns = w->ns}};
+	cr_assert_eq(sf_informer_new(&w->k->loop, w->k->client, &o, &inf), 0);
+	cr_assert_eq(sf_informer_start(inf), 0);
+	return inf;
+}
+
+static int all_synced(void *ud)
+{
+	const tl_aw_watch *w = ud;
+	return sf_informer_synced(w->aws) && sf_informer_synced(w->pods) &&
+	       sf_informer_synced(w->jobs) && sf_informer_synced(w->events);
+}
+
+void tl_aw_watch_start(tl_aw_watch *w, tl_kube *k, const char *ns)
+{
+	memset(w, 0, sizeof(*w));
+	w->k = k;
+	snprintf(w->ns, sizeof(w->ns), "%s", ns);
+	w->aws = watch_one(w, &TL_AW_GVR);
+	w->pods = watch_one(w, &SF_GVR_PODS);
+	w->jobs = watch_one(w, &SF_GVR_JOBS);
+	w->events = watch_one(w, &SF_GVR_EVENTS);
+	cr_assert_eq(tl_run_until_fn(&k->loop, all_synced, w, 10000), 0,
+	             "informers on %s did not sync within 10 s", ns);
+}
+
+static void inf_stopped(void *ud)
+{
+	(*(int *)ud)--;
+}
+
+void tl_aw_watch_stop(tl_aw_watch *w)
+{
+	if (!w->k)
+		return;
+	sf_informer *infs[] = {w->events, w->aws, w->pods, w->jobs};
+	int n = 0;
+	for (size_t i = 0; i < 4; i++)
+		if (infs[i]) {
+			n++;
+			sf_informer_stop(infs[i], inf_stopped, &n);
+		}
+	tl_run_until(&w->k->loop, &(int){0}, 0);
+	while (n > 0)
+		uv_run(&w->k->loop, UV_RUN_ONCE);
+	for (size_t i = 0; i < 4; i++)
+		sf_informer_free(infs[i]);
+	w->aws = w->pods = w->jobs = w->events = NULL;
+	w->k = NULL;
+}
+
+sf_obj *tl_aw_cached(const tl_aw_watch *w, const char *name)
+{
+	return sf_store_get_ns(sf_informer_store(w->aws), w->ns, name);
+}
+
+void tl_aw_dump(const tl_aw_watch *w, const char *name)
+{
+	sf_obj *o = tl_aw_cached(w, name);
+	fprintf(stderr, "AppWrapper %s/%s: %s\n", w->ns, name, o ? o->json : "(absent)");
+}
+
+typedef struct aw_wait {
+	const tl_aw_watch *w;
+	const char *name, *phase_or_type, *status;
+} aw_wait;
+
+static int has_phase(void *ud)
+{
+	const aw_wait *a = ud;
+	sf_obj *o = tl_aw_cached(a->w, a->name);
+	return o && sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), a->phase_or_type);
+}
+
+void tl_aw_wait_phase(tl_aw_watch *w, const char *name, const char *phase, long timeout_ms)
+{
+	aw_wait a = {w, name, phase, NULL};
+	if (tl_run_until_fn(&w->k->loop, has_phase, &a, timeout_ms) != 0) {
+		tl_aw_dump(w, name);
+		cr_assert_fail("%s did not reach phase %s within %ld ms", name, phase, timeout_ms);
+	}
+}
+
+const char *tl_aw_cond(const tl_aw_watch *w, const char *name, const char *type, char *reason,
+                       char *message)
+{
+	static char status[16];
+	status[0] = '\0';
+	sf_obj *o = tl_aw_cached(w, name);
+	sf_jv c;
+	if (!o || find_condition(sf_jv_path(sf_obj_root(o), "status.conditions"), type, &c) != 0)
+		return status;
+	sf_jv_str(sf_jv_get(c, "status"), status, sizeof(status));
+	if (reason)
+		sf_jv_str(sf_jv_get(c, "reason"), reason, TL_AW_REASON_LEN);
+	if (message)
+		sf_jv_str(sf_jv_get(c, "message"), message, TL_AW_MESSAGE_LEN);
+	return status;
+}
+
+static int cond_is(void *ud)
+{
+	const aw_wait *a = ud;
+	return strcmp(tl_aw_cond(a->w, a->name, a->phase_or_type, NULL, NULL), a->status) == 0;
+}
+
+void tl_aw_wait_cond(tl_aw_watch *w, const char *name, const char *type, const char *status,
+                     long timeout_ms)
+{
+	aw_wait a = {w, name, type, status};
+	if (tl_run_until_fn(&w->k->loop, cond_is, &a, timeout_ms) != 0) {
+		tl_aw_dump(w, name);
+		cr_assert_fail("%s: %s did not become %s within %ld ms", name, type, status,
+		               timeout_ms);
+	}
+}
+
+typedef struct labelled_ctx {
+	const char *aw;
+	int n;          /* objects with aw's label */
+	char live[254]; /* the name of a live one ("" if none) */
+} labelled_ctx;
+
+static int labelled_visit(void *ud, sf_obj *o)
+{
+	labelled_ctx *c = ud;
+	sf_jv root = sf_obj_root(o);
+	if (!sf_jv_streq(sf_jv_get(sf_jv_path(root, "metadata.labels"), TL_AW_LABEL), c->aw))
+		return 0;
+	c->n++;
+	if (!sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp")))
+		snprintf(c->live, sizeof(c->live), "%s", o->name);
+	return 0;
+}
+
+static labelled_ctx labelled(sf_informer *inf, const char *aw)
+{
+	labelled_ctx c = {.aw = aw};
+	sf_store_each(sf_informer_store(inf), labelled_visit, &c);
+	return c;
+}
+
+int tl_aw_labelled(sf_informer *inf, const char *aw)
+{
+	return labelled(inf, aw).n;
+}
+
+typedef struct pod_wait {
+	const tl_aw_watch *w;
+	const char *aw;
+	char name[254];
+} pod_wait;
+
+static int pod_live(void *ud)
+{
+	pod_wait *p = ud;
+	labelled_ctx c = labelled(p->w->pods, p->aw);
+	snprintf(p->name, sizeof(p->name), "%s", c.live);
+	return p->name[0] != '\0';
+}
+
+void tl_aw_wait_pod(tl_aw_watch *w, const char *aw, char *buf, size_t n, long timeout_ms)
+{
+	pod_wait p = {.w = w, .aw = aw};
+	if (tl_run_until_fn(&w->k->loop, pod_live, &p, timeout_ms) != 0) {
+		tl_aw_dump(w, aw);
+		cr_assert_fail("no pod of %s within %ld ms", aw, timeout_ms);
+	}
+	snprintf(buf, n, "%s", p.name);
+}
+
+static int all_gone(void *ud)
+{
+	const aw_wait *a = ud;
+	return tl_aw_labelled(a->w->pods, a->name) == 0 && tl_aw_labelled(a->w->jobs, a->name) == 0;
+}
+
+void tl_aw_wait_all_gone(tl_aw_watch *w, const char *aw, long timeout_ms)
+{
+	aw_wait a = {w, aw, NULL, NULL};
+	if (tl_run_until_fn(&w->k->loop, all_gone, &a, timeout_ms) != 0) {
+		tl_aw_dump(w, aw);
+		cr_assert_fail("components/pods of %s still there after %ld ms (pods %d, jobs %d)",
+		               aw, timeout_ms, tl_aw_labelled(w->pods, aw),
+		               tl_aw_labelled(w->jobs, aw));
+	}
+}
+
+long tl_aw_req(tl_aw_watch *w, const char *method, const sf_gvr *gvr, const char *name,
+               const char *sub, const char *body)
+{
+	tl_res r;
+	sf_kube_req q = {.method = method,
+	                 .gvr = gvr,
+	                 .ns = w->ns,
+	                 .name = name,
+	                 .subresource = sub,
+	                 .body = body,
+	                 .body_len = body ? strlen(body) : 0,
+	                 .content_type =
+	                     strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL};
+	tl_do(w->k, &q, &r);
+	long st = r.http_status;
+	tl_res_clear(&r);
+	return st;
+}
+
+void tl_aw_create(tl_aw_watch *w, const char *json)
+{
+	tl_res r;
+	sf_kube_req q = {.method = "POST",
+	                 .gvr = &TL_AW_GVR,
+	                 .ns = w->ns,
+	                 .body = json,
+	                 .body_len = strlen(json)};
+	tl_do(w->k, &q, &r);
+	cr_assert_eq(r.http_status, 201, "create AppWrapper: %ld %s %s", r.http_status, r.reason,
+	             r.message);
+	tl_res_clear(&r);
+}
+
+void tl_aw_admit(tl_aw_watch *w, const char *name, const char *patch)
+{
+	long st = tl_aw_req(w, "PATCH", &TL_AW_GVR, name, NULL,
+	                    patch ? patch : "{\"spec\":{\"suspend\":false}}");
+	cr_assert_eq(st, 200, "admit %s: %ld", name, st);
+}
+
+void tl_aw_kubelet(tl_aw_watch *w, const char *pod, const char *phase, int exit_code,
+                   const char *message)
+{
+	char body[2048], ts[40];
+	sf_time_rfc3339(sf_wall_ns(), ts, sizeof(ts));
+	if (strcmp(phase, "Running") == 0)
+		snprintf(
+		    body, sizeof(body),
+		    "{\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\",\"conditions\":[{"
+		    "\"type\":\"Ready\",\"status\":\"True\"}],\"containerStatuses\":[{\"name\":"
+		    "\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":true,"
+		    "\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"%s\"}}}]}}",
+		    ts, ts);
+	else
+		snprintf(
+		    body, sizeof(body),
+		    "{\"status\":{\"phase\":\"%s\",\"startTime\":\"%s\",\"containerStatuses\":[{"
+		    "\"name\":\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":false,"
+		    "\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":%d,\"reason\":"
+		    "\"%s\",\"message\":\"%s\",\"startedAt\":\"%s\",\"finishedAt\":\"%s\"}}}]}}",
+		    phase, ts, exit_code, exit_code ? "Error" : "Completed", message ? message : "",
+		    ts, ts);
+	long st = tl_aw_req(w, "PATCH", &SF_GVR_PODS, pod, "status", body);
+	cr_assert_eq(st, 200, "kubelet patch of %s: %ld", pod, st);
+}
+
+static int events_visit(void *ud, sf_obj *o)
+{
+	tl_aw_events *e = ud;
+	sf_jv ev = sf_obj_root(o);
+	char msg[1100] = "";
+	if (!sf_jv_streq(sf_jv_path(ev, "involvedObject.kind"), "AppWrapper") ||
+	    !sf_jv_streq(sf_jv_path(ev, "involvedObject.name"), e->aw))
+		return 0;
+	sf_jv_str(sf_jv_get(ev, "message"), msg, sizeof(msg));
+	if (strstr(msg, e->needle)) {
+		int64_t c = 0;
+		e->found++;
+		e->warning = sf_jv_streq(sf_jv_get(ev, "type"), "Warning");
+		sf_jv_int64(sf_jv_get(ev, "count"), &c);
+		if ((long)c > e->count)
+			e->count = (long)c;
+	}
+	return 0;
+}
+
+int tl_aw_events_scan(const tl_aw_watch *w, tl_aw_events *e)
+{
+	e->found = 0;
+	e->warning = 0;
+	e->count = 0;
+	sf_store_each(sf_informer_store(w->events), events_visit, e);
+	return e->found;
+}
+
+typedef struct events_wait {
+	const tl_aw_watch *w;
+	tl_aw_events e;
+} events_wait;
+
+static int events_found(void *ud)
+{
+	events_wait *ew = ud;
+	return tl_aw_events_scan(ew->w, &ew->e) > 0;
+}
+
+tl_aw_events tl_aw_wait_event(tl_aw_watch *w, const char *aw, const char *needle, long timeout_ms)
+{
+	events_wait ew = {w, {.aw = aw, .needle = needle}};
+	if (tl_run_until_fn(&w->k->loop, events_found, &ew, timeout_ms) != 0)
+		cr_assert_fail("no event about %s containing \"%s\" within %ld ms", aw, needle,
+		               timeout_ms);
+	return ew.e;
 }

@@ -5,14 +5,20 @@
  * waits until it is Established, creates the objects of a YAML manifest
  * (file or inline text, converted with sf_yaml like kubectl does) and
  * records what was sent and what the server answered, and compares JSON
- * values structurally. Failures of the helpers themselves (a file that
- * cannot be read, a request that never finishes) fail the calling test.
+ * values structurally. For tests that run the controller, it watches a
+ * namespace's AppWrappers, pods, Jobs and Events with our own informer,
+ * waits for phases, conditions, pods and Events (with deadlines, never
+ * fixed sleeps), and plays Kueue (admission) and the kubelet (pod status).
+ * Failures of the helpers themselves (a file that cannot be read, a
+ * request that never finishes, a state not reached in time) fail the
+ * calling test.
  */
 #ifndef STEADFAST_TEST_TL_AW_H
 #define STEADFAST_TEST_TL_AW_H
 
 #include <stddef.h>
 
+#include "steadfast/cache.h"
 #include "steadfast/client.h"
 #include "steadfast/json.h"
 #include "tl.h"
@@ -21,6 +27,9 @@
 #define TL_AW_CRD_FILE "manifests/crd/appwrappers.workload.codeflare.dev.yaml"
 #define TL_AW_SAMPLES_DIR "test/samples"
 #define TL_AW_MAX_DOCS 32
+#define TL_AW_LABEL "workload.codeflare.dev/appwrapper" /* on components and pods */
+#define TL_AW_REASON_LEN 64                             /* the reason buffer of tl_aw_cond */
+#define TL_AW_MESSAGE_LEN 1024                          /* the message buffer of tl_aw_cond */
 
 /* workload.codeflare.dev/v1beta2 appwrappers (namespaced). */
 extern const sf_gvr TL_AW_GVR;
@@ -93,5 +102,97 @@ int tl_aw_json_equal(sf_jv a, sf_jv b, char *where, size_t n);
 /* The status ("True", "False", "Unknown") of the condition of the given
  * type in a conditions array, into buf: 0, or -ENOENT (no such condition). */
 int tl_aw_condition(sf_jv conditions, const char *type, char *status, size_t n);
+
+/* ---- a namespace of AppWrappers under watch ---- */
+
+/* A namespace's AppWrappers, pods, Jobs and Events, each cached by an
+ * informer on k's loop; the helpers below read these caches. A zeroed one
+ * that was never started may be passed to tl_aw_watch_stop. */
+typedef struct tl_aw_watch {
+	tl_kube *k;
+	char ns[64];
+	sf_informer *aws, *pods, *jobs, *events;
+} tl_aw_watch;
+
+/* Starts the four informers on namespace ns and waits (10 s) until all of
+ * them have synced. */
+void tl_aw_watch_start(tl_aw_watch *w, tl_kube *k, const char *ns);
+
+/* Stops and frees the informers (running k's loop until they stopped);
+ * does nothing for a watch never started. */
+void tl_aw_watch_stop(tl_aw_watch *w);
+
+/* The cached AppWrapper `name` (borrowed), or NULL. */
+sf_obj *tl_aw_cached(const tl_aw_watch *w, const char *name);
+
+/* Prints the cached AppWrapper `name` to stderr (for a failing test). */
+void tl_aw_dump(const tl_aw_watch *w, const char *name);
+
+/* Waits until AppWrapper `name` has status.phase `phase`; after timeout_ms
+ * dumps it and fails the test. */
+void tl_aw_wait_phase(tl_aw_watch *w, const char *name, const char *phase, long timeout_ms);
+
+/* The status ("True", "False", ...) of condition `type` of the cached
+ * AppWrapper `name`, "" when it or the condition is absent; static
+ * storage, valid until the next call. When non-NULL, reason
+ * (TL_AW_REASON_LEN bytes) and message (TL_AW_MESSAGE_LEN bytes) receive
+ * the condition's, and are left alone when it is absent. */
+const char *tl_aw_cond(const tl_aw_watch *w, const char *name, const char *type, char *reason,
+                       char *message);
+
+/* Waits until condition `type` of AppWrapper `name` has `status`; after
+ * timeout_ms dumps it and fails the test. */
+void tl_aw_wait_cond(tl_aw_watch *w, const char *name, const char *type, const char *status,
+                     long timeout_ms);
+
+/* How many objects the informer inf (w->pods, w->jobs) caches with the
+ * TL_AW_LABEL of AppWrapper aw, terminating ones included. */
+int tl_aw_labelled(sf_informer *inf, const char *aw);
+
+/* Waits for a live (not terminating) pod of AppWrapper aw and puts its
+ * name into buf; after timeout_ms dumps aw and fails the test. */
+void tl_aw_wait_pod(tl_aw_watch *w, const char *aw, char *buf, size_t n, long timeout_ms);
+
+/* Waits until no pod and no Job of AppWrapper aw is cached any more; after
+ * timeout_ms dumps aw and fails the test. */
+void tl_aw_wait_all_gone(tl_aw_watch *w, const char *aw, long timeout_ms);
+
+/* A request as the admin in w's namespace: method on gvr, name and
+ * subresource sub (both may be NULL), with body (may be NULL; a PATCH is a
+ * JSON merge patch). Returns the HTTP status. */
+long tl_aw_req(tl_aw_watch *w, const char *method, const sf_gvr *gvr, const char *name,
+               const char *sub, const char *body);
+
+/* Creates an AppWrapper from its JSON; fails the test unless 201. */
+void tl_aw_create(tl_aw_watch *w, const char *json);
+
+/* Plays Kueue admitting AppWrapper `name`: merge-patches
+ * {"spec":{"suspend":false}}, or patch (e.g. one with podSetInfos) when it
+ * is non-NULL; fails the test unless 200. */
+void tl_aw_admit(tl_aw_watch *w, const char *name, const char *patch);
+
+/* Plays the kubelet for pod `pod` (container "main"): phase "Running"
+ * makes it Ready with a running container; any other phase ("Succeeded",
+ * "Failed") terminates the container with exit_code (reason Completed or
+ * Error) and message (NULL: ""). Fails the test unless the status patch
+ * answers 200. */
+void tl_aw_kubelet(tl_aw_watch *w, const char *pod, const char *phase, int exit_code,
+                   const char *message);
+
+/* What tl_aw_events_scan found: the cached Events about AppWrapper aw whose
+ * message contains needle. */
+typedef struct tl_aw_events {
+	const char *aw, *needle; /* set by the caller */
+	int found;               /* how many */
+	int warning;             /* the last one visited is of type Warning */
+	long count;              /* the largest `count` among them (a series) */
+} tl_aw_events;
+
+/* Scans w's cached Events for e->aw and e->needle into e; returns e->found. */
+int tl_aw_events_scan(const tl_aw_watch *w, tl_aw_events *e);
+
+/* Waits for an Event about AppWrapper aw whose message contains needle;
+ * fails the test after timeout_ms. Returns what tl_aw_events_scan found. */
+tl_aw_events tl_aw_wait_event(tl_aw_watch *w, const char *aw, const char *needle, long timeout_ms);
 
 #endif
