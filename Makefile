@@ -39,7 +39,7 @@ CLUSTER_DIR ?= $(CURDIR)/.cluster
 JOBS ?= 2
 
 .PHONY: all deps test unit integration bench fuzz fuzz-build asan lint format \
-	cluster-up cluster-down cluster-build demo clean help tidy-check
+	cluster-up cluster-down cluster-build demo clean help tidy-check image
 
 all: $(BIN)
 
@@ -54,7 +54,8 @@ help:
 	@echo "make bench      benchmarks; writes docs/benchmarks.md"
 	@echo "make lint       clang-format check and cppcheck"
 	@echo "make cluster-up / cluster-down   local control plane in .cluster/"
-	@echo "make demo       local control plane, our client against it"
+	@echo "make demo       local control plane, three replicas, samples, a failover"
+	@echo "make image      the controller image from the Containerfile (podman; IMAGE=name:tag)"
 
 # --- dependencies -----------------------------------------------------------
 $(DEPS_STAMP): tools/deps.sh
@@ -91,6 +92,14 @@ $(INTEG_BIN): $(INTEG_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
 
+# --- image ------------------------------------------------------------------
+VERSION := $(shell sed -n 's/^\#define SF_VERSION "\(.*\)"/\1/p' include/steadfast/client.h)
+IMAGE ?= localhost/steadfast:$(VERSION)
+# Always runs: podman's layer cache makes an unchanged rebuild cheap, and
+# it knows better than make which inputs changed.
+image: $(DEPS_STAMP)
+	@tools/image.sh $(IMAGE)
+
 # --- tests ------------------------------------------------------------------
 unit: $(UNIT_BIN)
 	@RESULTS=$(O)/test-results tools/run-tests.sh unit $(UNIT_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
@@ -106,8 +115,8 @@ cluster-down:
 
 # Integration tests start their own control plane in a temp dir (and stop it
 # whatever the outcome) unless STEADFAST_CLUSTER_ENV points at a running one.
-integration: $(INTEG_BIN) $(BIN) cluster-build
-	@STEADFAST_BIN=$(BIN) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
+integration: $(INTEG_BIN) $(BIN) cluster-build image
+	@STEADFAST_BIN=$(BIN) STEADFAST_IMAGE=$(IMAGE) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
 		$(INTEG_BIN) --jobs=1 $(CRITERION_ARGS)
 
 test: all

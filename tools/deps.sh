@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing Steadfast needs, only when missing:
 # the Debian packages (libcurl GnuTLS flavour, yajl, libyaml, GnuTLS, libuv,
-# criterion, pkg-config, clang and its libFuzzer runtime, openssl, python3),
+# criterion, pkg-config, clang and its libFuzzer runtime, openssl, python3,
+# podman, runc and mmdebstrap for the image and its tests),
 # and a Go toolchain new enough for the pinned Kubernetes release.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ pkgs=(
 	build-essential pkg-config libcurl4-gnutls-dev libyajl-dev libyaml-dev
 	libgnutls28-dev libuv1-dev libcriterion-dev clang libclang-rt-14-dev
 	clang-format cppcheck openssl python3 curl ca-certificates git
+	podman runc mmdebstrap
 )
 missing=()
 for p in "${pkgs[@]}"; do

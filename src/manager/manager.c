@@ -291,7 +291,8 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	uv_signal_start(&m.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&m.sigint, on_signal, SIGINT);
 	sf_log_info(LOGGER, "starting", "version", SF_VERSION, "identity", identity,
-	            "leaderElection", o->leader_elect ? "true" : "false", NULL);
+	            "leaderElection", o->leader_elect ? "true" : "false", "apiServer",
+	            m.cfg->server, "kubeconfig", m.cfg->source, NULL);
 	if ((rc = sf_awctl_start(m.ctl)) < 0) {
 		sf_log_error(LOGGER, "cannot start the informers", "error", strerror(-rc), NULL);
 		uv_close((uv_handle_t *)&m.sigterm, NULL);

@@ -1,7 +1,7 @@
 /*
- * test_manifests.c - the deployment manifests (manifests/) and the
- * Containerfile, checked against the real control plane and the real
- * binary.
+ * test_manifests.c - the deployment manifests (manifests/), checked
+ * against the real control plane and the real binary (the image built
+ * from the Containerfile is test_image.c's).
  *
  * There is no kustomize or kubectl here, so a small kustomization reader
  * follows `resources:` from manifests/default (and refuses any
@@ -26,14 +26,12 @@
  *     to Failed with its Warning event; the audit log shows no request of
  *     it refused; the Deployment's pod passes the namespace's restricted
  *     Pod Security level; and the same token is refused what the RBAC does
- *     not grant (another Lease, secrets, nodes, deleting its own Lease);
- *   - tools/check-containerfile.sh: the image's runtime packages are the
- *     binary's libraries (the image itself cannot be built here).
- * The test plays Kueue (spec.suspend) and kubelet (pod status), as
- * test_appwrapper.c does, and waits for states with deadlines.
+ *     not grant (another Lease, secrets, nodes, deleting its own Lease).
+ * The test plays Kueue (spec.suspend) and kubelet (pod status) with
+ * tl_aw's helpers, as test_appwrapper.c does, and waits for states with
+ * deadlines.
  */
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -41,7 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "steadfast/awconfig.h"
@@ -62,7 +59,6 @@
 #define MAX_FILES 64
 #define MAX_DOCS 128
 #define SM_CRD_NAME "servicemonitors.monitoring.coreos.com"
-#define AW_LABEL "workload.codeflare.dev/appwrapper"
 
 /* ---- the kustomization reader ---- */
 
@@ -367,7 +363,7 @@ static int K_OPEN;
 static char CTLNS[64], AWNS[64], SUFFIX[32];
 static char CR_NAME[300], CRB_NAME[300];
 static int SM_CRD_CREATED;
-static sf_informer *AWS, *PODS, *JOBS, *EVENTS;
+static tl_aw_watch W; /* AWNS's AppWrappers, pods, Jobs and Events */
 static sf_kube_config *SA_CFG;
 static sf_kube_client *SA;
 static char *TMP_KUBECONFIG, *TMP_CONFIG;
@@ -375,11 +371,6 @@ static char *TMP_KUBECONFIG, *TMP_CONFIG;
 static void suite_init(void)
 {
 	sf_log_set_level(getenv("SF_DEBUG") ? SF_LOG_DEBUG : SF_LOG_WARN);
-}
-
-static void inf_stopped(void *ud)
-{
-	(*(int *)ud)--;
 }
 
 static void client_closed(void *ud)
@@ -424,18 +415,7 @@ static void suite_fini(void)
 		sf_kube_config_free(SA_CFG);
 		SA = NULL;
 	}
-	sf_informer *infs[] = {AWS, PODS, JOBS, EVENTS};
-	int n = 0;
-	for (size_t i = 0; i < 4; i++)
-		if (infs[i]) {
-			n++;
-			sf_informer_stop(infs[i], inf_stopped, &n);
-		}
-	while (n > 0)
-		uv_run(&K.loop, UV_RUN_ONCE);
-	for (size_t i = 0; i < 4; i++)
-		sf_informer_free(infs[i]);
-	AWS = PODS = JOBS = EVENTS = NULL;
+	tl_aw_watch_stop(&W);
 	if (AWNS[0])
 		tl_namespace_delete(&K, AWNS);
 	if (CTLNS[0])
@@ -952,222 +932,9 @@ static long sa_status(const sf_kube_req *q)
 	return st;
 }
 
-static sf_informer *watch_ns(const sf_gvr *gvr, const char *ns)
-{
-	sf_informer *inf = NULL;
-	sf_informer_opts o = {.reflector = {.gvr = gvr, .ns = ns}};
-	cr_assert_eq(sf_informer_new(&K.loop, K.client, &o, &inf), 0);
-	cr_assert_eq(sf_informer_start(inf), 0);
-	return inf;
-}
-
-static int all_synced(void *ud)
-{
-	(void)ud;
-	return sf_informer_synced(AWS) && sf_informer_synced(PODS) && sf_informer_synced(JOBS) &&
-	       sf_informer_synced(EVENTS);
-}
-
-static sf_obj *aw_cached(const char *name)
-{
-	return sf_store_get_ns(sf_informer_store(AWS), AWNS, name);
-}
-
-static void dump_aw(const char *name)
-{
-	sf_obj *o = aw_cached(name);
-	fprintf(stderr, "AppWrapper %s/%s: %s\n", AWNS, name, o ? o->json : "(absent)");
-}
-
-typedef struct phase_wait {
-	const char *name, *phase;
-} phase_wait;
-
-static int has_phase(void *ud)
-{
-	phase_wait *w = ud;
-	sf_obj *o = aw_cached(w->name);
-	return o && sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), w->phase);
-}
-
-static void wait_phase(const char *name, const char *phase, long timeout_ms)
-{
-	phase_wait w = {name, phase};
-	if (tl_run_until_fn(&K.loop, has_phase, &w, timeout_ms) != 0) {
-		dump_aw(name);
-		cr_assert_fail("%s did not reach phase %s within %ld ms", name, phase, timeout_ms);
-	}
-}
-
-typedef struct cond_wait {
-	const char *name, *type, *status;
-} cond_wait;
-
-static int cond_is(void *ud)
-{
-	cond_wait *w = ud;
-	sf_obj *o = aw_cached(w->name);
-	char st[16];
-	return o &&
-	       tl_aw_condition(sf_jv_path(sf_obj_root(o), "status.conditions"), w->type, st,
-	                       sizeof(st)) == 0 &&
-	       strcmp(st, w->status) == 0;
-}
-
-static void wait_cond(const char *name, const char *type, const char *status, long timeout_ms)
-{
-	cond_wait w = {name, type, status};
-	if (tl_run_until_fn(&K.loop, cond_is, &w, timeout_ms) != 0) {
-		dump_aw(name);
-		cr_assert_fail("%s: %s did not become %s within %ld ms", name, type, status,
-		               timeout_ms);
-	}
-}
-
 static int aw_absent(void *ud)
 {
-	return aw_cached(ud) == NULL;
-}
-
-static long admin_req(const char *method, const sf_gvr *gvr, const char *name, const char *sub,
-                      const char *body)
-{
-	tl_res r;
-	sf_kube_req q = {.method = method,
-	                 .gvr = gvr,
-	                 .ns = AWNS,
-	                 .name = name,
-	                 .subresource = sub,
-	                 .body = body,
-	                 .body_len = body ? strlen(body) : 0,
-	                 .content_type =
-	                     strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL};
-	tl_do(&K, &q, &r);
-	long st = r.http_status;
-	tl_res_clear(&r);
-	return st;
-}
-
-typedef struct label_count {
-	const char *aw;
-	int n;
-	char name[254]; /* a live one */
-} label_count;
-
-static int count_visit(void *ud, sf_obj *o)
-{
-	label_count *c = ud;
-	if (!sf_jv_streq(sf_jv_get(sf_jv_path(sf_obj_root(o), "metadata.labels"), AW_LABEL), c->aw))
-		return 0;
-	c->n++;
-	if (!sf_jv_ok(sf_jv_path(sf_obj_root(o), "metadata.deletionTimestamp")))
-		snprintf(c->name, sizeof(c->name), "%s", o->name);
-	return 0;
-}
-
-static label_count labelled(sf_informer *inf, const char *aw)
-{
-	label_count c = {.aw = aw};
-	sf_store_each(sf_informer_store(inf), count_visit, &c);
-	return c;
-}
-
-static int pod_live(void *ud)
-{
-	return labelled(PODS, ud).name[0] != '\0';
-}
-
-static int all_gone(void *ud)
-{
-	return labelled(PODS, ud).n == 0 && labelled(JOBS, ud).n == 0;
-}
-
-static void wait_all_gone(const char *aw, long timeout_ms)
-{
-	if (tl_run_until_fn(&K.loop, all_gone, (void *)aw, timeout_ms) != 0) {
-		dump_aw(aw);
-		cr_assert_fail("components/pods of %s still there after %ld ms (pods %d, jobs %d)",
-		               aw, timeout_ms, labelled(PODS, aw).n, labelled(JOBS, aw).n);
-	}
-}
-
-/* kubelet: pod phase, and for a terminated container its exit code. */
-static void kubelet(const char *pod, const char *phase, int exit_code)
-{
-	char body[2048], ts[40];
-	sf_time_rfc3339(sf_wall_ns(), ts, sizeof(ts));
-	if (strcmp(phase, "Running") == 0)
-		snprintf(
-		    body, sizeof(body),
-		    "{\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\",\"conditions\":[{"
-		    "\"type\":\"Ready\",\"status\":\"True\"}],\"containerStatuses\":[{\"name\":"
-		    "\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":true,"
-		    "\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"%s\"}}}]}}",
-		    ts, ts);
-	else
-		snprintf(
-		    body, sizeof(body),
-		    "{\"status\":{\"phase\":\"%s\",\"startTime\":\"%s\",\"containerStatuses\":[{"
-		    "\"name\":\"main\",\"image\":\"busybox\",\"imageID\":\"\",\"ready\":false,"
-		    "\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":%d,\"reason\":"
-		    "\"%s\",\"startedAt\":\"%s\",\"finishedAt\":\"%s\"}}}]}}",
-		    phase, ts, exit_code, exit_code ? "Error" : "Completed", ts, ts);
-	long st = admin_req("PATCH", &SF_GVR_PODS, pod, "status", body);
-	cr_assert_eq(st, 200, "kubelet patch of %s: %ld", pod, st);
-}
-
-typedef struct ev_find {
-	const char *aw, *needle;
-	int found, warning;
-} ev_find;
-
-static int ev_visit(void *ud, sf_obj *o)
-{
-	ev_find *f = ud;
-	sf_jv e = sf_obj_root(o);
-	char msg[1100] = "";
-	if (!sf_jv_streq(sf_jv_path(e, "involvedObject.kind"), "AppWrapper") ||
-	    !sf_jv_streq(sf_jv_path(e, "involvedObject.name"), f->aw))
-		return 0;
-	sf_jv_str(sf_jv_get(e, "message"), msg, sizeof(msg));
-	if (strstr(msg, f->needle)) {
-		f->found = 1;
-		f->warning = sf_jv_streq(sf_jv_get(e, "type"), "Warning");
-		return 1;
-	}
-	return 0;
-}
-
-static int ev_found(void *ud)
-{
-	sf_store_each(sf_informer_store(EVENTS), ev_visit, ud);
-	return ((ev_find *)ud)->found;
-}
-
-static size_t collect_body(char *p, size_t sz, size_t n, void *ud)
-{
-	sf_buf_append(ud, p, sz * n);
-	return sz * n;
-}
-
-/* A blocking GET of http://127.0.0.1:port/path: status, body into b. */
-static long http_get(int port, const char *path, sf_buf *b)
-{
-	char url[128];
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	CURL *h = curl_easy_init();
-	cr_assert(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-	long code = 0;
-	CURLcode rc = curl_easy_perform(h);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(h);
-	cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
-	return code;
+	return tl_aw_cached(&W, ud) == NULL;
 }
 
 /* What the ServiceAccount did, from the audit log (from byte `from` on):
@@ -1375,11 +1142,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	char *cfg = operator_config(&m, "config.yaml");
 	TMP_CONFIG = write_temp("steadfast-config", cfg);
 	free(cfg);
-	AWS = watch_ns(&TL_AW_GVR, AWNS);
-	PODS = watch_ns(&SF_GVR_PODS, AWNS);
-	JOBS = watch_ns(&SF_GVR_JOBS, AWNS);
-	EVENTS = watch_ns(&SF_GVR_EVENTS, AWNS);
-	cr_assert_eq(tl_run_until_fn(&K.loop, all_synced, NULL, 10000), 0);
+	tl_aw_watch_start(&W, &K, AWNS);
 	long audit_from = file_size(tl_env("STEADFAST_AUDIT_LOG"));
 	const char *extra[] = {"--leader-election-namespace", CTLNS, NULL};
 	tl_ctl_opts co = {.ns = AWNS,
@@ -1405,61 +1168,51 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	int hport = tl_ctl_port(&K.loop, c, "health"), mport = tl_ctl_port(&K.loop, c, "metrics");
 	sf_buf body;
 	sf_buf_init(&body, 0);
-	cr_assert_eq(http_get(hport, "/healthz", &body), 200);
-	cr_assert_eq(http_get(hport, "/readyz", &body), 200);
+	cr_assert_eq(tl_ctl_http_get(hport, "/healthz", &body), 200);
+	cr_assert_eq(tl_ctl_http_get(hport, "/readyz", &body), 200);
 	body.len = 0;
-	cr_assert_eq(http_get(mport, "/metrics", &body), 200);
+	cr_assert_eq(tl_ctl_http_get(mport, "/metrics", &body), 200);
 	sf_buf_putc(&body, '\0');
 	cr_assert(strstr(body.data, "leader_election_master_status"), "%.400s", body.data);
 	sf_buf_free(&body);
 
 	/* a Job AppWrapper: suspended for Kueue, admitted, Running, Succeeded */
-	cr_assert_eq(admin_req("POST", &TL_AW_GVR, NULL, NULL, JOB_AW), 201);
-	wait_phase("rbac-job", "Suspended", 20000);
-	sf_jv aw = sf_obj_root(aw_cached("rbac-job"));
+	tl_aw_create(&W, JOB_AW);
+	tl_aw_wait_phase(&W, "rbac-job", "Suspended", 20000);
+	sf_jv aw = sf_obj_root(tl_aw_cached(&W, "rbac-job"));
 	cr_assert_eq(sf_jv_type(sf_jv_path(aw, "spec.suspend")), SF_JSON_TRUE, "not suspended");
-	cr_assert_eq(
-	    admin_req("PATCH", &TL_AW_GVR, "rbac-job", NULL, "{\"spec\":{\"suspend\":false}}"),
-	    200);
-	wait_phase("rbac-job", "Running", 20000);
-	aw = sf_obj_root(aw_cached("rbac-job"));
+	tl_aw_admit(&W, "rbac-job", NULL);
+	tl_aw_wait_phase(&W, "rbac-job", "Running", 20000);
+	aw = sf_obj_root(tl_aw_cached(&W, "rbac-job"));
 	cr_assert(
 	    arr_has(sf_jv_path(aw, "metadata.finalizers"), "workload.codeflare.dev/finalizer"),
 	    "no finalizer on the running AppWrapper");
-	if (tl_run_until_fn(&K.loop, pod_live, "rbac-job", 20000) != 0) {
-		dump_aw("rbac-job");
-		cr_assert_fail("the Job made no pod");
-	}
 	char pod[254];
-	snprintf(pod, sizeof(pod), "%s", labelled(PODS, "rbac-job").name);
-	kubelet(pod, "Running", 0);
-	wait_cond("rbac-job", "PodsReady", "True", 20000);
-	kubelet(pod, "Succeeded", 0);
-	wait_phase("rbac-job", "Succeeded", 20000);
+	tl_aw_wait_pod(&W, "rbac-job", pod, sizeof(pod), 20000);
+	tl_aw_kubelet(&W, pod, "Running", 0, NULL);
+	tl_aw_wait_cond(&W, "rbac-job", "PodsReady", "True", 20000);
+	tl_aw_kubelet(&W, pod, "Succeeded", 0, NULL);
+	tl_aw_wait_phase(&W, "rbac-job", "Succeeded", 20000);
 
 	/* deletion: the finalizer goes after the components */
-	cr_assert_eq(admin_req("DELETE", &TL_AW_GVR, "rbac-job", NULL, NULL), 200);
+	cr_assert_eq(tl_aw_req(&W, "DELETE", &TL_AW_GVR, "rbac-job", NULL, NULL), 200);
 	if (tl_run_until_fn(&K.loop, aw_absent, "rbac-job", 30000) != 0) {
-		dump_aw("rbac-job");
+		tl_aw_dump(&W, "rbac-job");
 		cr_assert_fail("the AppWrapper was not finalized within 30 s");
 	}
-	wait_all_gone("rbac-job", 30000);
-	cr_assert_eq(admin_req("GET", &SF_GVR_JOBS, "rbac-job", NULL, NULL), 404);
+	tl_aw_wait_all_gone(&W, "rbac-job", 30000);
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, "rbac-job", NULL, NULL), 404);
 
 	/* a Pod AppWrapper that fails: its Warning event, its pod deleted */
-	cr_assert_eq(admin_req("POST", &TL_AW_GVR, NULL, NULL, POD_AW), 201);
-	wait_phase("rbac-pod", "Suspended", 20000);
-	cr_assert_eq(
-	    admin_req("PATCH", &TL_AW_GVR, "rbac-pod", NULL, "{\"spec\":{\"suspend\":false}}"),
-	    200);
-	wait_phase("rbac-pod", "Running", 20000);
-	kubelet("rbac-pod", "Failed", 3);
-	wait_phase("rbac-pod", "Failed", 20000);
-	ev_find ev = {.aw = "rbac-pod", .needle = "exited with code 3"};
-	cr_assert_eq(tl_run_until_fn(&K.loop, ev_found, &ev, 10000), 0,
-	             "no event about rbac-pod's exit code");
+	tl_aw_create(&W, POD_AW);
+	tl_aw_wait_phase(&W, "rbac-pod", "Suspended", 20000);
+	tl_aw_admit(&W, "rbac-pod", NULL);
+	tl_aw_wait_phase(&W, "rbac-pod", "Running", 20000);
+	tl_aw_kubelet(&W, "rbac-pod", "Failed", 3, NULL);
+	tl_aw_wait_phase(&W, "rbac-pod", "Failed", 20000);
+	tl_aw_events ev = tl_aw_wait_event(&W, "rbac-pod", "exited with code 3", 10000);
 	cr_assert(ev.warning);
-	wait_all_gone("rbac-pod", 30000);
+	tl_aw_wait_all_gone(&W, "rbac-pod", 30000);
 
 	/* SIGTERM, as the kubelet sends it: the leader releases the Lease (an
 	 * update) and exits 0 well within the pod's grace period */
@@ -1567,27 +1320,4 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	cr_assert_eq(r.http_status, 200);
 	tl_res_clear(&r);
 	mset_free(&m);
-}
-
-/* ---- d) the Containerfile ---- */
-
-Test(manifests, containerfile_installs_the_binarys_runtime_libraries)
-{
-	const char *bin = getenv("STEADFAST_BIN");
-	cr_assert(bin && bin[0], "STEADFAST_BIN is not set (run through make integration)");
-	char script[1024], cf[1024];
-	tl_aw_src_path("tools/check-containerfile.sh", script, sizeof(script));
-	tl_aw_src_path("Containerfile", cf, sizeof(cf));
-	char *cmd = NULL;
-	cr_assert(asprintf(&cmd, "'%s' '%s' '%s' 2>&1", script, bin, cf) > 0);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p, "popen %s", cmd);
-	char out[8192] = "";
-	size_t n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	free(cmd);
-	fprintf(stderr, "%s", out);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "check-containerfile.sh failed:\n%s", out);
-	cr_assert(strstr(out, "check-containerfile: ok:"), "%s", out);
 }

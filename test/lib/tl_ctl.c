@@ -5,6 +5,7 @@
 #include "tl_ctl.h"
 
 #include <criterion/criterion.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,67 +16,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "steadfast/buf.h"
 #include "tl.h"
 
 #define MAX_CTLS 128
 
 struct tl_ctl {
 	uv_process_t proc;
-	uv_pipe_t err;
+	tl_lines err; /* stderr: the JSON log, also copied to logfd */
 	char id[128];
 	char logpath[PATH_MAX];
 	int logfd;
-	sf_buf partial;
-	char **lines;
-	size_t n, cap;
 	int exited, term_signal;
 	int64_t exit_status;
-	int handles_open;
+	int proc_open;
 };
 
 static tl_ctl *ctls[MAX_CTLS];
 static size_t nctls;
-
-static void add_line(tl_ctl *p, const char *s, size_t len)
-{
-	if (p->n == p->cap) {
-		p->cap = p->cap ? p->cap * 2 : 256;
-		p->lines = realloc(p->lines, p->cap * sizeof(*p->lines));
-		cr_assert(p->lines);
-	}
-	p->lines[p->n] = strndup(s, len);
-	cr_assert(p->lines[p->n]);
-	p->n++;
-}
-
-static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b)
-{
-	(void)h;
-	b->base = malloc(sz);
-	b->len = b->base ? sz : 0;
-}
-
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
-{
-	tl_ctl *p = s->data;
-	if (nread > 0) {
-		if (write(p->logfd, b->base, (size_t)nread) < 0) {
-			/* the log file is a convenience; the lines are kept anyway */
-		}
-		sf_buf_append(&p->partial, b->base, (size_t)nread);
-		size_t start = 0;
-		for (size_t i = 0; i < p->partial.len; i++)
-			if (p->partial.data[i] == '\n') {
-				add_line(p, p->partial.data + start, i - start);
-				start = i + 1;
-			}
-		sf_buf_consume(&p->partial, start);
-	} else if (nread < 0) {
-		uv_read_stop(s);
-	}
-	free(b->base);
-}
 
 static void exited(uv_process_t *pr, int64_t status, int sig)
 {
@@ -85,10 +42,10 @@ static void exited(uv_process_t *pr, int64_t status, int sig)
 	p->term_signal = sig;
 }
 
-static void closed(uv_handle_t *h)
+static void proc_closed(uv_handle_t *h)
 {
 	tl_ctl *p = h->data;
-	p->handles_open--;
+	p->proc_open = 0;
 }
 
 tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
@@ -96,7 +53,6 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	cr_assert(nctls < MAX_CTLS);
 	tl_ctl *p = calloc(1, sizeof(*p));
 	cr_assert(p);
-	sf_buf_init(&p->partial, 1 << 20);
 	snprintf(p->id, sizeof(p->id), "%s", o->id);
 	const char *bin = getenv("STEADFAST_BIN");
 	cr_assert(bin && bin[0], "STEADFAST_BIN is not set (run through make integration)");
@@ -116,18 +72,28 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	snprintf(lease, sizeof(lease), "%ldms", o->lease_ms ? o->lease_ms : 3000);
 	snprintf(renew, sizeof(renew), "%ldms", o->renew_ms ? o->renew_ms : 2000);
 	snprintf(retry, sizeof(retry), "%ldms", o->retry_ms ? o->retry_ms : 500);
-	const char *args[64];
+	const char *args[96];
 	size_t na = 0;
-	args[na++] = "setpriv";
-	args[na++] = "--pdeathsig";
-	args[na++] = "KILL";
-	args[na++] = bin;
-	args[na++] = "--kubeconfig";
-	args[na++] = o->kubeconfig ? o->kubeconfig : tl_env("KUBECONFIG");
+	if (o->launcher) {
+		for (size_t i = 0; o->launcher[i]; i++) {
+			cr_assert(na < 48);
+			args[na++] = o->launcher[i];
+		}
+	} else {
+		args[na++] = "setpriv";
+		args[na++] = "--pdeathsig";
+		args[na++] = "KILL";
+		args[na++] = bin;
+	}
+	cr_assert(na > 0);
+	if (!o->in_cluster) {
+		args[na++] = "--kubeconfig";
+		args[na++] = o->kubeconfig ? o->kubeconfig : tl_env("KUBECONFIG");
+		args[na++] = "--identity";
+		args[na++] = o->id;
+	}
 	args[na++] = "--namespace";
 	args[na++] = o->ns;
-	args[na++] = "--identity";
-	args[na++] = o->id;
 	args[na++] = "--zap-log-level";
 	args[na++] = "debug";
 	/* ephemeral ports: replicas share the machine (tl_ctl_port finds them) */
@@ -152,7 +118,7 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 		args[na++] = o->config;
 	}
 	for (size_t i = 0; o->extra && o->extra[i]; i++) {
-		cr_assert(na < 62);
+		cr_assert(na < 94);
 		args[na++] = o->extra[i];
 	}
 	args[na] = NULL;
@@ -165,16 +131,15 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	for (size_t i = 0; o->env && o->env[i] && ne < 510; i++)
 		envp[ne++] = (char *)o->env[i];
 	envp[ne] = NULL;
-	uv_pipe_init(loop, &p->err, 0);
-	p->err.data = p;
+	tl_lines_init(&p->err, loop, p->logfd, NULL, NULL);
 	uv_stdio_container_t stdio[3] = {
 	    {.flags = UV_IGNORE},
 	    {.flags = UV_INHERIT_FD, .data.fd = p->logfd},
-	    {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&p->err},
+	    tl_lines_stdio(&p->err),
 	};
 	uv_process_options_t po = {
 	    .exit_cb = exited,
-	    .file = "setpriv",
+	    .file = args[0],
 	    .args = (char **)args,
 	    .env = envp,
 	    .stdio_count = 3,
@@ -182,9 +147,9 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	};
 	p->proc.data = p;
 	int rc = uv_spawn(loop, &p->proc, &po);
-	cr_assert_eq(rc, 0, "spawn %s: %s", bin, uv_strerror(rc));
-	p->handles_open = 2;
-	uv_read_start((uv_stream_t *)&p->err, on_alloc, on_read);
+	cr_assert_eq(rc, 0, "spawn %s: %s", args[0], uv_strerror(rc));
+	p->proc_open = 1;
+	tl_lines_start(&p->err);
 	ctls[nctls++] = p;
 	return p;
 }
@@ -228,14 +193,14 @@ int tl_ctl_wait_exit(uv_loop_t *loop, tl_ctl *p, long timeout_ms, int64_t *statu
 
 size_t tl_ctl_nlines(const tl_ctl *p)
 {
-	return p->n;
+	return p->err.n;
 }
 
 size_t tl_ctl_count(const tl_ctl *p, const char *needle, size_t from)
 {
 	size_t c = 0;
-	for (size_t i = from; i < p->n; i++)
-		if (strstr(p->lines[i], needle))
+	for (size_t i = from; i < p->err.n; i++)
+		if (strstr(p->err.lines[i], needle))
 			c++;
 	return c;
 }
@@ -250,12 +215,13 @@ typedef struct wait_log {
 static int log_found(void *ud)
 {
 	wait_log *w = ud;
-	for (size_t i = w->from; i < w->p->n; i++)
-		if (strstr(w->p->lines[i], w->needle)) {
+	const tl_lines *l = &w->p->err;
+	for (size_t i = w->from; i < l->n; i++)
+		if (strstr(l->lines[i], w->needle)) {
 			w->found = (long)i;
 			return 1;
 		}
-	w->from = w->p->n;
+	w->from = l->n;
 	return 0;
 }
 
@@ -275,18 +241,45 @@ int tl_ctl_port(uv_loop_t *loop, tl_ctl *p, const char *server)
 	for (;;) {
 		long i = tl_ctl_wait_log(loop, p, needle, from, 10000);
 		cr_assert(i >= 0, "%s: no %s server in the log", p->id, server);
-		const char *port = strstr(p->lines[i], "\"port\":\"");
-		if (port && strstr(p->lines[i], "\"msg\":\"serving\""))
+		const char *line = p->err.lines[i];
+		const char *port = strstr(line, "\"port\":\"");
+		if (port && strstr(line, "\"msg\":\"serving\""))
 			return atoi(port + 8);
 		from = (size_t)i + 1;
 	}
 }
 
+static size_t collect_body(char *p, size_t sz, size_t n, void *ud)
+{
+	sf_buf_append(ud, p, sz * n);
+	return sz * n;
+}
+
+long tl_ctl_http_get(int port, const char *path, sf_buf *b)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	CURL *h = curl_easy_init();
+	cr_assert(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+	long code = 0;
+	CURLcode rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
+	return code;
+}
+
 void tl_ctl_dump(const tl_ctl *p, size_t last)
 {
 	fprintf(stderr, "--- controller %s (log %s), last %zu lines:\n", p->id, p->logpath, last);
-	for (size_t i = p->n > last ? p->n - last : 0; i < p->n; i++)
-		fprintf(stderr, "%s\n", p->lines[i]);
+	const tl_lines *l = &p->err;
+	for (size_t i = l->n > last ? l->n - last : 0; i < l->n; i++)
+		fprintf(stderr, "%s\n", l->lines[i]);
 }
 
 static int all_exited(void *ud)
@@ -302,7 +295,7 @@ static int all_closed(void *ud)
 {
 	(void)ud;
 	for (size_t i = 0; i < nctls; i++)
-		if (ctls[i]->handles_open > 0)
+		if (ctls[i]->proc_open || ctls[i]->err.open)
 			return 0;
 	return 1;
 }
@@ -314,16 +307,13 @@ void tl_ctl_stop_all(uv_loop_t *loop)
 	cr_assert_eq(tl_run_until_fn(loop, all_exited, NULL, 10000), 0,
 	             "controllers did not exit after SIGKILL");
 	for (size_t i = 0; i < nctls; i++) {
-		uv_close((uv_handle_t *)&ctls[i]->proc, closed);
-		uv_close((uv_handle_t *)&ctls[i]->err, closed);
+		uv_close((uv_handle_t *)&ctls[i]->proc, proc_closed);
+		tl_lines_close(&ctls[i]->err);
 	}
 	cr_assert_eq(tl_run_until_fn(loop, all_closed, NULL, 5000), 0);
 	for (size_t i = 0; i < nctls; i++) {
 		tl_ctl *p = ctls[i];
-		for (size_t k = 0; k < p->n; k++)
-			free(p->lines[k]);
-		free(p->lines);
-		sf_buf_free(&p->partial);
+		tl_lines_free(&p->err);
 		close(p->logfd);
 		free(p);
 		ctls[i] = NULL;

@@ -1,17 +1,21 @@
 /*
  * tl_ctl.h - steadfast controller processes for the integration tests.
  *
- * Starts the real binary ($STEADFAST_BIN) as a child on the test's loop,
+ * Starts the real binary ($STEADFAST_BIN), or a launcher such as podman
+ * running the image, as a child on the test's loop,
  * under `setpriv --pdeathsig KILL` so a test that dies takes its
  * controllers with it, keeps every stderr line (the JSON logs) in memory
  * and in $(O)/test/controller-logs/<identity>-<test pid>.log, and lets a
- * test wait for a log line, signal a replica and wait for it to exit.
+ * test wait for a log line, signal a replica and wait for it to exit, and
+ * query its health and metrics servers.
  */
 #ifndef STEADFAST_TEST_TL_CTL_H
 #define STEADFAST_TEST_TL_CTL_H
 
 #include <stddef.h>
 #include <uv.h>
+
+#include "steadfast/buf.h"
 
 typedef struct tl_ctl tl_ctl;
 
@@ -25,6 +29,14 @@ typedef struct tl_ctl_opts {
 	int no_leader_elect;
 	const char *const *extra; /* more arguments, NULL-terminated */
 	const char *const *env;   /* more "K=V" environment entries, NULL-terminated */
+	/* The command before the controller's arguments, NULL-terminated
+	 * (e.g. podman run ... IMAGE); NULL = setpriv --pdeathsig KILL
+	 * $STEADFAST_BIN. */
+	const char *const *launcher;
+	/* No --kubeconfig and no --identity: the process finds the in-cluster
+	 * configuration and takes its identity from $POD_NAME, as in a pod
+	 * (id still names its log file). */
+	int in_cluster;
 } tl_ctl_opts;
 
 tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o);
@@ -45,6 +57,10 @@ long tl_ctl_wait_log(uv_loop_t *loop, tl_ctl *p, const char *needle, size_t from
 /* The port of its "health" or "metrics" server (from its log; replicas
  * listen on ephemeral ports). Fails the test if none shows up. */
 int tl_ctl_port(uv_loop_t *loop, tl_ctl *p, const char *server);
+/* A blocking GET of http://127.0.0.1:port/path (a server of a controller,
+ * see tl_ctl_port), 5 s at most: the HTTP status, the body appended to b.
+ * Fails the test when no answer comes. */
+long tl_ctl_http_get(int port, const char *path, sf_buf *b);
 /* Prints the log file's path and last lines (for a failing test). */
 void tl_ctl_dump(const tl_ctl *p, size_t last);
 /* SIGKILLs every live controller of this test process, waits for exits,
