@@ -6,6 +6,11 @@
 # the section of a part not run is kept from the existing docs/benchmarks.md.
 # BENCH_APPWRAPPER_SIZES (default 1000,5000): AppWrappers per size of the
 # appwrapper part.
+# BENCH_APPWRAPPER_QPS (default 50): the controller's client-side rate limits
+# for the appwrapper part, comma-separated, each Q (burst 2*Q) or Q/B, e.g.
+# 50,200,500/1000; every size runs once per limit, a size's runs one after
+# the other. --kube-api-qps/--kube-api-burst are passed only for a limit
+# other than the binary's default 50/100.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-build}
@@ -145,17 +150,19 @@ bench_election() {
 	python3 "$here/tools/bench_election.py" report "$out/election.jsonl" "$out/election.md"
 }
 
-# The results (one JSON line per size) are kept in $O/bench/appwrapper.jsonl
-# (a run takes ~25 min): `tools/bench_appwrapper.py report` redoes the section.
+# The results (one JSON line per size and limit) are kept in
+# $O/bench/appwrapper.jsonl (a run takes ~25 min at one limit):
+# `tools/bench_appwrapper.py report` redoes the section.
 bench_appwrapper() {
 	local sizes=${BENCH_APPWRAPPER_SIZES:-1000,5000}
+	local qps=${BENCH_APPWRAPPER_QPS:-50}
 	local res="$here/$O/bench/appwrapper.jsonl"
-	echo "bench: AppWrapper controller, $sizes AppWrappers, admission to Running"
+	echo "bench: AppWrapper controller, $sizes AppWrappers at client qps $qps, admission to Running"
 	mkdir -p "$here/$O/bench"
 	: >"$res"
 	python3 "$here/tools/bench_appwrapper.py" run --kubeconfig "$KUBECONFIG" \
 		--audit-log "$STEADFAST_AUDIT_LOG" --steadfast "$here/$O/steadfast" \
-		--sizes "$sizes" --logdir "$out" --out "$res"
+		--sizes "$sizes" --qps "$qps" --logdir "$out" --out "$res"
 	python3 "$here/tools/bench_appwrapper.py" report "$res" "$out/appwrapper.md"
 }
 

@@ -2,15 +2,18 @@
 """AppWrapper controller benchmark (part of make bench; see tools/bench.sh).
 
   bench_appwrapper.py run --kubeconfig PATH --audit-log PATH --steadfast BIN
-                          [--sizes 1000,5000] [--concurrency N] [--logdir DIR]
-                          --out FILE
+                          [--sizes 1000,5000] [--qps 50,200/400]
+                          [--concurrency N] [--logdir DIR] --out FILE
   bench_appwrapper.py report RESULTS.jsonl SECTION.md
 
 run: installs the AppWrapper CRD (manifests/crd) if it is missing, then for
-each size N, in a fresh namespace:
+each size N, and for each client limit of --qps in turn (the runs of one
+size one after the other), in a fresh namespace:
 
   1. starts ONE steadfast controller (leader election on, its own Lease in
-     that namespace, watching only that namespace) and waits for its
+     that namespace, watching only that namespace; --kube-api-qps and
+     --kube-api-burst only for a limit other than the binary's default
+     50/100) and waits for its
      "reconciling" log line; its /proc numbers a moment later are the idle
      figures;
   2. creates N AppWrappers, each wrapping one batch/v1 Job (one pod, 10m
@@ -31,13 +34,19 @@ each size N, in a fresh namespace:
 Phases are followed with one watch on the namespace's AppWrappers (no
 polling). The controller's VmHWM, VmRSS and utime+stime are sampled from
 /proc every 250 ms and at each phase boundary. Prints progress on stderr
-and one JSON line per size to --out.
+and one JSON line per run (size and limit) to --out.
+
+--qps: the controller's client-side rate limits, comma-separated, each "Q"
+(burst 2*Q) or "Q/B"; default "50", the binary's default 50/100. Each
+result line records "qps" and "burst"; a line without them (older runs)
+was at 50/100.
 
 The API server is reached with the kubeconfig's client certificate (the
 kubeconfig written by test/cluster/up.sh: file paths or *-data fields),
 http.client over TLS, one keep-alive connection per thread; stdlib only.
 
-report: turns the JSON lines into the docs/benchmarks.md section.
+report: turns the JSON lines into the docs/benchmarks.md section: one
+column per run; with a single limit, one per size.
 """
 import base64
 import collections
@@ -45,11 +54,13 @@ import concurrent.futures
 import datetime
 import http.client
 import json
+import math
 import os
 import ssl
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import urllib.parse
@@ -61,7 +72,7 @@ SECTION_TITLE = "## AppWrapper controller: admission to Running"
 GROUP, VERSION = "workload.codeflare.dev", "v1beta2"
 CRD_NAME = "appwrappers.workload.codeflare.dev"
 DRIVER_UA = "bench-appwrapper/1 (kueue stand-in)"
-CTL_QPS, CTL_BURST = 50, 100  # src/manager/manager.c
+CTL_QPS, CTL_BURST = 50, 100  # the binary's default, src/manager/manager.c
 WARMUP_ANNOTATION = "workload.codeflare.dev.appwrapper/warmupGracePeriodDuration"
 WARMUP_GRACE = "2h"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -70,6 +81,75 @@ ROOT = os.path.dirname(HERE)
 CRD_FILE = os.path.join(ROOT, "manifests", "crd", "appwrappers.workload.codeflare.dev.yaml")
 
 log = benchlib.logger("bench-appwrapper")
+
+
+# ------------------------------------------------------- client rate limits
+
+
+def default_burst(q):
+    return max(1, round(2 * q))
+
+
+def parse_limits(spec):
+    """--qps / BENCH_APPWRAPPER_QPS: "Q" (burst 2*Q) or "Q/B", comma-separated
+    -> [(qps, burst)] in the given order, duplicates dropped. A whole qps is
+    an int (recorded as 50, not 50.0)."""
+    out = []
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        qs, slash, bs = item.partition("/")
+        try:
+            q = float(qs)
+            if not (math.isfinite(q) and q > 0):
+                raise ValueError
+            q = int(q) if q.is_integer() else q
+            b = int(bs) if slash else default_burst(q)
+            if not 1 <= b <= 100000:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"client limit {item!r}: want Q or Q/B, Q > 0 requests/s, "
+                             f"B 1..100000 (the binary's limits for --kube-api-burst)")
+        if (q, b) not in out:
+            out.append((q, b))
+    if not out:
+        raise ValueError(f"no client limit in {spec!r}")
+    return out
+
+
+def limit_of(r):
+    """A result's client limit; results without one were at the default."""
+    return r.get("qps", CTL_QPS), r.get("burst", CTL_BURST)
+
+
+def limit_label(lim):
+    """"200 qps", or "200 qps / burst 1000" when the burst is not 2*qps."""
+    q, b = lim
+    return f"{q} qps" if b == default_burst(q) else f"{q} qps / burst {b}"
+
+
+def limit_spec(lim):
+    """The limit as --qps takes it: "200" or "200/1000"."""
+    q, b = lim
+    return f"{q}" if b == default_burst(q) else f"{q}/{b}"
+
+
+def limit_args(lim):
+    """The controller's flags for a limit: none at the binary's default."""
+    q, b = lim
+    if (q, b) == (CTL_QPS, CTL_BURST):
+        return []
+    return ["--kube-api-qps", str(q), "--kube-api-burst", str(b)]
+
+
+def limit_tag(lim):
+    """For namespace and log file names: "" at the default, else
+    "-q200-b400" (a DNS label: no dots)."""
+    q, b = lim
+    if (q, b) == (CTL_QPS, CTL_BURST):
+        return ""
+    return f"-q{str(q).replace('.', 'p')}-b{b}"
 
 
 def mono():
@@ -387,14 +467,15 @@ def proc_sample(pid):
 
 
 class Controller:
-    def __init__(self, binary, kubeconfig, ns, lease, identity, logpath):
+    def __init__(self, binary, kubeconfig, ns, lease, identity, logpath, extra=()):
         # probes and metrics on free loopback ports: nothing else on the
-        # machine can clash, and /metrics is read at each phase boundary
+        # machine can clash, and /metrics is read at each phase boundary;
+        # extra: the client limit's flags (limit_args)
         self.cmd = [binary, "--kubeconfig", kubeconfig, "--namespace", ns,
                     "--leader-election-namespace", ns, "--leader-election-id", lease,
                     "--identity", identity, "--zap-log-level", "info",
                     "--metrics-bind-address", "127.0.0.1:0",
-                    "--health-probe-bind-address", "127.0.0.1:0"]
+                    "--health-probe-bind-address", "127.0.0.1:0", *extra]
         self.metrics_port = None
         self.max_depth = 0
         self.logf = open(logpath, "wb")
@@ -628,11 +709,14 @@ def res_name(ref):
 # ----------------------------------------------------------------------- run
 
 
-def run_size(args, kube, n, runid):
-    ns = f"bench-aw-{n}-{runid}"
+def run_size(args, kube, n, runid, lim, who):
+    """One run: n AppWrappers with the controller at client limit lim
+    (qps, burst); who names the run in the progress lines."""
+    ns = f"bench-aw-{n}{limit_tag(lim)}-{runid}"
     lease = "steadfast-bench"
-    res = {"size": n, "namespace": ns, "concurrency": args.concurrency}
-    log(f"[{n}] namespace {ns}")
+    res = {"size": n, "qps": lim[0], "burst": lim[1], "namespace": ns,
+           "concurrency": args.concurrency}
+    log(f"[{who}] namespace {ns}")
     make_namespace(kube, ns)
     audit_at = audit_mark(args.audit_log)
     w = AWWatch(kube, ns)
@@ -643,7 +727,8 @@ def run_size(args, kube, n, runid):
     t_start = mono()
     wall_start = time.time()
     ctl = Controller(args.steadfast, args.kubeconfig, ns, lease, f"bench-{runid}",
-                     os.path.join(args.logdir, f"steadfast-{n}.log"))
+                     os.path.join(args.logdir, f"steadfast-{n}{limit_tag(lim)}.log"),
+                     limit_args(lim))
     marks = {}
     try:
         if not ctl.reconciling.wait(60):
@@ -655,11 +740,12 @@ def run_size(args, kube, n, runid):
         res["idle"] = {"rss_kib": idle["rss_kib"], "hwm_kib": idle["hwm_kib"],
                        "cpu_s": idle["cpu_s"]}
         marks["idle"] = idle
-        log(f"[{n}] controller reconciling after {res['start_to_reconciling_s']:.2f} s; "
+        log(f"[{who}] controller reconciling after {res['start_to_reconciling_s']:.2f} s; "
             f"idle RSS {idle['rss_kib'] / 1024:.1f} MiB, CPU {idle['cpu_s']:.2f} s")
 
         names = [f"aw-{i:05d}" for i in range(n)]
-        per_phase_timeout = 120 + n * 0.6
+        # scaled for limits below the default: the phases are at its pace
+        per_phase_timeout = 120 + n * 0.6 * max(1.0, CTL_QPS / lim[0])
 
         # ---- create, wait until Suspended
         wall_create = time.time()
@@ -667,13 +753,13 @@ def run_size(args, kube, n, runid):
         parallel(lambda nm: kube.must("POST", aw_path(ns), appwrapper(nm)), names,
                  args.concurrency)
         res["create_requests_s"] = round(mono() - t0, 3)
-        log(f"[{n}] {n} AppWrappers created in {res['create_requests_s']:.1f} s")
+        log(f"[{who}] {n} AppWrappers created in {res['create_requests_s']:.1f} s")
         w.wait(lambda s: s.counts["Suspended"] == n and all(s.suspend.values()),
                per_phase_timeout, "all Suspended")
         res["create_to_all_suspended_s"] = round(mono() - t0, 3)
         marks["suspended"] = ctl.sample()
         marks["suspended"]["metrics"] = ctl.metrics()
-        log(f"[{n}] all Suspended after {res['create_to_all_suspended_s']:.1f} s")
+        log(f"[{who}] all Suspended after {res['create_to_all_suspended_s']:.1f} s")
 
         # ---- admit, wait until Running
         admit = {}
@@ -688,14 +774,14 @@ def run_size(args, kube, n, runid):
         t0 = mono()
         parallel(do_admit, names, args.concurrency)
         res["admit_requests_s"] = round(mono() - t0, 3)
-        log(f"[{n}] {n} admit PATCHes answered in {res['admit_requests_s']:.1f} s")
+        log(f"[{who}] {n} admit PATCHes answered in {res['admit_requests_s']:.1f} s")
         w.wait(lambda s: s.counts["Running"] == n, per_phase_timeout, "all Running",
                bad=("Resetting", "Failed", "Suspending"))
         t_running = mono()
         res["admit_to_all_running_s"] = round(t_running - t0, 3)
         marks["running"] = ctl.sample()
         marks["running"]["metrics"] = ctl.metrics()
-        log(f"[{n}] all Running {res['admit_to_all_running_s']:.1f} s after the first admit")
+        log(f"[{who}] all Running {res['admit_to_all_running_s']:.1f} s after the first admit")
         with w.cv:
             run_lat = [(w.first[nm]["Running"][0] - admit[nm][1]) * 1000 for nm in names]
         res["admit_to_running_ms"] = {"p50": round(benchlib.pct(run_lat, 50), 1),
@@ -712,7 +798,7 @@ def run_size(args, kube, n, runid):
         res["delete_to_all_gone_s"] = round(mono() - t0, 3)
         marks["gone"] = ctl.sample()
         marks["gone"]["metrics"] = ctl.metrics()
-        log(f"[{n}] all gone {res['delete_to_all_gone_s']:.1f} s after the first delete")
+        log(f"[{who}] all gone {res['delete_to_all_gone_s']:.1f} s after the first delete")
     finally:
         final = ctl.stop()
         w.stop()
@@ -803,7 +889,7 @@ def run_size(args, kube, n, runid):
                                      "p99": round(benchlib.pct(lat, 99), 1),
                                      "max": round(max(lat), 1)} if lat else {"n": 0}
     if len(lat) != n:
-        log(f"[{n}] WARNING: admit -> Job create matched for {len(lat)} of {n} AppWrappers "
+        log(f"[{who}] WARNING: admit -> Job create matched for {len(lat)} of {n} AppWrappers "
             f"({len(admitted)} admits, {len(created)} creates in the audit log)")
     # the client's view of the same thing (PATCH response read -> audit create)
     clat = [(created[nm] - admit[nm][1]) * 1000 for nm in admit if nm in created]
@@ -815,7 +901,7 @@ def run_size(args, kube, n, runid):
             max(created.values()) - min(admitted.values()), 3)
 
     # clean up: the namespace (AppWrappers, Jobs and pods are already gone);
-    # waited for, so the next size starts on a quiet API server
+    # waited for, so the next run starts on a quiet API server
     kube.request("DELETE", f"/api/v1/namespaces/{ns}")
     end = mono() + 120
     while mono() < end and kube.request("GET", f"/api/v1/namespaces/{ns}")[0] != 404:
@@ -831,14 +917,18 @@ def cmd_run(args):
     sizes = [int(s) for s in args.sizes.split(",") if s]
     t0 = mono()
     with open(args.out, "a") as out:
+        # the runs of one size at each limit one after the other: compared
+        # on the same machine state
         for n in sizes:
-            ts = mono()
-            r = run_size(args, kube, n, runid)
-            r["part_s"] = round(mono() - ts, 1)
-            out.write(json.dumps(r) + "\n")
-            out.flush()
-            log(f"[{n}] done in {r['part_s']:.0f} s")
-    log(f"all sizes in {mono() - t0:.0f} s")
+            for lim in args.limits:
+                who = f"{n}" if len(args.limits) == 1 else f"{n} @ {limit_label(lim)}"
+                ts = mono()
+                r = run_size(args, kube, n, runid, lim, who)
+                r["part_s"] = round(mono() - ts, 1)
+                out.write(json.dumps(r) + "\n")
+                out.flush()
+                log(f"[{who}] done in {r['part_s']:.0f} s")
+    log(f"all runs in {mono() - t0:.0f} s")
     return 0
 
 
@@ -847,11 +937,35 @@ def cmd_run(args):
 
 def cmd_report(args):
     res = benchlib.load_results(args.results)
-    res.sort(key=lambda r: r["size"])
-    sizes = [r["size"] for r in res]
+    run_limits = list(dict.fromkeys(limit_of(r) for r in res))  # in the order run
+    # one column per run: by size, then by limit, so the runs of one size
+    # (one after the other in the run) stand side by side
+    res.sort(key=lambda r: (r["size"], limit_of(r)))
+    sizes = list(dict.fromkeys(r["size"] for r in res))
+    limits = sorted(run_limits)
+    multi = len(limits) > 1  # else one limit, one column per size, as before
+    at_default = limits == [(CTL_QPS, CTL_BURST)]
+    q1, b1 = limits[0]  # the limit, when there is one
     mib = lambda k: f"{k / 1024:.1f} MiB"  # noqa: E731
-    hdr = "| measure | " + " | ".join(f"{n} AppWrappers" for n in sizes) + " |\n"
-    hdr += "|---|" + "---|" * len(sizes) + "\n"
+
+    def name(r):
+        """A run as the headings name it: its size, with its limit if several."""
+        return f"{r['size']} @ {limit_label(limit_of(r))}" if multi else f"{r['size']}"
+
+    def para(text):
+        """A paragraph, wrapped; NBSP (glue) keeps words on one line."""
+        return textwrap.fill(text, 74, break_on_hyphens=False,
+                             break_long_words=False).replace("\N{NO-BREAK SPACE}", " ")
+
+    def qb(lim, sep=" / "):
+        return f"{lim[0]}{sep}{lim[1]}".replace(" ", "\N{NO-BREAK SPACE}")
+
+    def listed(items):
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+    hdr = "| measure | " + " | ".join(name(r) if multi else f"{name(r)} AppWrappers"
+                                     for r in res) + " |\n"
+    hdr += "|---|" + "---|" * len(res) + "\n"
 
     def cell(fn, r):
         try:
@@ -867,12 +981,66 @@ def cmd_report(args):
 
     def limited(r, p):
         return sum(c for k, c in r["requests_by_phase"].get(p, {}).items()
-                   if not k.startswith(("watch", "list"))) / CTL_QPS
+                   if not k.startswith(("watch", "list"))) / limit_of(r)[0]
 
     def per_aw(r, keys):
         return sum(r["requests"].get(k, 0) for k in keys) / r["size"]
 
     parts = os.environ.get("BENCH_APPWRAPPER_SIZES", ",".join(map(str, sizes)))
+    # the text that names the client limit: as before at the default alone
+    cmd = """    build/steadfast --kubeconfig $KUBECONFIG --namespace NS \\
+      --leader-election-namespace NS --leader-election-id steadfast-bench \\
+      --identity bench-ID --zap-log-level info \\
+      --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0"""
+    minutes = f"{sum(r['part_s'] for r in res) / 60:.0f}"
+    if at_default:
+        cmd += "\n"
+        limit_text = f"""The controller's API client is limited to qps {CTL_QPS} / burst {CTL_BURST}
+(src/manager/manager.c; not changed for the benchmark): every phase below
+needs a few writes per AppWrapper, so the phase times are bounded by that
+limiter, not by the controller's CPU; the request rates, the time the
+limiter alone needs for each phase's requests, and the CPU seconds show it.
+"""
+        command = f"""Command: `make bench BENCH_PARTS=appwrapper` (sizes {parts}; the part took
+{minutes} min in all, including setup and cleanup of each namespace).
+"""
+    else:
+        default_note = " (the binary's default, src/manager/manager.c)"
+        if multi:
+            cmd += " \\\n      [--kube-api-qps Q --kube-api-burst B]\n\n" + para(
+                "Q / B: the run's client limit, as its column's heading names it ("
+                + listed([qb(lim) for lim in limits]) + ")"
+                + (f"; both flags are left out at {qb((CTL_QPS, CTL_BURST))}, the binary's default"
+                   if (CTL_QPS, CTL_BURST) in limits else "") + ".") + "\n"
+            limited_to = "qps Q / burst B, per run: " + listed([
+                qb(lim) + (default_note if lim == (CTL_QPS, CTL_BURST) else "")
+                for lim in limits])
+        else:
+            cmd += f" \\\n      --kube-api-qps {q1} --kube-api-burst {b1}\n"
+            limited_to = (f"qps {qb((q1, b1), ' / burst ')} (the binary's default is "
+                          f"{qb((CTL_QPS, CTL_BURST))}, src/manager/manager.c)")
+        limit_text = para(
+            f"The controller's API client is limited to {limited_to}. That limit is the "
+            "controller's own client-side rate limiter (`--kube-api-qps`/`--kube-api-burst` "
+            "above); the API server's "
+            "own limits (`--max-requests-inflight`, `--max-mutating-requests-inflight`, "
+            "API priority and fairness) are left at their defaults"
+            + (", the same in every run" if multi else "") + ". Every phase below needs a "
+            "few writes per AppWrapper, so the limiter alone makes a phase last about its "
+            "requests over the qps (the burst aside); "
+            "the request rates, the time the limiter alone needs for each phase's requests"
+            + (" at the run's qps" if multi else "") + ", and the CPU seconds show whether "
+            "the limiter or something else bounds the phase times.") + "\n"
+        make = ("`make bench BENCH_PARTS=appwrapper BENCH_APPWRAPPER_QPS="
+                + ",".join(limit_spec(lim) for lim in run_limits) + "`")
+        command = para(
+            "Command: " + make.replace(" ", "\N{NO-BREAK SPACE}") + f" (sizes {parts}"
+            + (", each size at every limit in turn" if multi else "")
+            + f"; the part took {minutes} min in all, including setup and cleanup of each "
+            "namespace).") + "\n"
+    per = "run" if multi else "size"
+    for_each = ("size and client limit, in one run: N AppWrappers,\n" if multi
+                else "size, in one run: N AppWrappers, ")
     doc = f"""{SECTION_TITLE}
 
 Written by `make bench` (`BENCH_PARTS=appwrapper`, tools/bench_appwrapper.py).
@@ -882,14 +1050,10 @@ kube-controller-manager with the Job controller and the garbage collector;
 no scheduler, no kubelet: pods stay Pending).
 
 The controller itself, `build/steadfast`, one replica, leader election on
-(its own Lease in the namespace), watching one fresh namespace per size:
+(its own Lease in the namespace), watching one fresh namespace per {per}:
 
-    build/steadfast --kubeconfig $KUBECONFIG --namespace NS \\
-      --leader-election-namespace NS --leader-election-id steadfast-bench \\
-      --identity bench-ID --zap-log-level info \\
-      --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0
-
-For each size, in one run: N AppWrappers, each wrapping one batch/v1 Job
+{cmd}
+For each {for_each}each wrapping one batch/v1 Job
 (one pod, 10m CPU request, restartPolicy Never), created with
 `spec.suspend=false` and the annotation
 `workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: "{WARMUP_GRACE}"`
@@ -924,15 +1088,8 @@ the queue while they land.
   (and every 250 ms); idle = 2 s after its `reconciling` log line, caches
   synced on an empty namespace.
 
-The controller's API client is limited to qps {CTL_QPS} / burst {CTL_BURST}
-(src/manager/manager.c; not changed for the benchmark): every phase below
-needs a few writes per AppWrapper, so the phase times are bounded by that
-limiter, not by the controller's CPU; the request rates, the time the
-limiter alone needs for each phase's requests, and the CPU seconds show it.
-
-Command: `make bench BENCH_PARTS=appwrapper` (sizes {parts}; the part took
-{sum(r['part_s'] for r in res) / 60:.0f} min in all, including setup and cleanup of each namespace).
-
+{limit_text}
+{command}
 """
     doc += hdr
     doc += row("controller start -> `reconciling`", lambda r: f"{r['start_to_reconciling_s']:.2f} s")
@@ -954,7 +1111,8 @@ Command: `make bench BENCH_PARTS=appwrapper` (sizes {parts}; the part took
     doc += row("delete -> all gone", lambda r: f"{r['delete_to_all_gone_s']:.1f} s")
     doc += row("controller requests/s: create, admit, delete phase",
                lambda r: f"{rps(r, 'create')}, {rps(r, 'admit')}, {rps(r, 'delete')}")
-    doc += row(f"  the same phases at {CTL_QPS} qps alone (requests / {CTL_QPS})",
+    doc += row("  the same phases at the run's qps alone (requests / qps)" if multi else
+               f"  the same phases at {q1} qps alone (requests / {q1})",
                lambda r: ", ".join(f"{limited(r, p):.1f} s" for p in ("create", "admit", "delete")))
     doc += row("reconciles per AppWrapper: create, admit, delete phase",
                lambda r: ", ".join(f"{r.get('reconciles_by_phase', {}).get(p, 0) / r['size']:.1f}"
@@ -978,16 +1136,16 @@ Command: `make bench BENCH_PARTS=appwrapper` (sizes {parts}; the part took
                lambda r: f"{r['final']['cpu_s'] / r['size'] * 1000:.2f} ms")
     doc += row("idle after sync: RSS / VmHWM / CPU",
                lambda r: f"{mib(r['idle']['rss_kib'])} / {mib(r['idle']['hwm_kib'])} / {r['idle']['cpu_s']:.2f} s")
-    doc += row("whole size (namespace to cleanup)", lambda r: f"{r['part_s']:.0f} s")
+    doc += row(f"whole {per} (namespace to cleanup)", lambda r: f"{r['part_s']:.0f} s")
 
     doc += "\nRequests of the controller per AppWrapper, by verb and resource " \
            "(create / admit / delete: the phase the request fell in; startup: before the first create):\n\n"
     # event writes are listed even when there were none
     keys = sorted({k for r in res for k in r["requests"]} | {"create events", "patch events"},
                   key=lambda k: (k.split()[1], k.split()[0]))
-    doc += "| request | " + " | ".join(f"{n}: per AW | {n}: create / admit / delete / startup"
-                                       for n in sizes) + " |\n"
-    doc += "|---|" + "---|---|" * len(sizes) + "\n"
+    doc += "| request | " + " | ".join(
+        f"{name(r)}: per AW | {name(r)}: create / admit / delete / startup" for r in res) + " |\n"
+    doc += "|---|" + "---|---|" * len(res) + "\n"
     for k in keys:
         cells = []
         for r in res:
@@ -1000,7 +1158,7 @@ Command: `make bench BENCH_PARTS=appwrapper` (sizes {parts}; the part took
         f"**{sum(r['requests'].values()) / r['size']:.2f}** | " + " / ".join(
             str(sum(r["requests_by_phase"].get(p, {}).values())) for p in ("create", "admit", "delete", "startup"))
         for r in res) + " |\n"
-    errs = [(r["size"], r["requests_non2xx"]) for r in res if r["requests_non2xx"]]
+    errs = [(name(r), r["requests_non2xx"]) for r in res if r["requests_non2xx"]]
     if errs:
         doc += "\nAnswers other than 2xx: " + "; ".join(
             f"{n}: " + ", ".join(f"{k} x{v}" for k, v in e.items()) for n, e in errs) + ".\n"
@@ -1011,7 +1169,7 @@ Comparison: a side-by-side run of the upstream Go controller
 (project-codeflare/appwrapper) on the same API server is future work; these
 are Steadfast's numbers alone.
 """
-    doc += benchlib.raw_results(res, "size")
+    doc += benchlib.raw_results(res, per)
     benchlib.write_section(args.section, doc)
     return 0
 
@@ -1022,10 +1180,17 @@ def main():
     r.add_argument("--audit-log", required=True)
     r.add_argument("--steadfast", required=True)
     r.add_argument("--sizes", default="1000,5000")
+    r.add_argument("--qps", default=str(CTL_QPS),
+                   help='client limits, comma-separated, each "Q" (burst 2*Q) or "Q/B"')
     r.add_argument("--concurrency", type=int, default=32)
     r.add_argument("--logdir", default=".")
     r.add_argument("--out", required=True)
     args = ap.parse_args()
+    if args.cmd == "run":
+        try:
+            args.limits = parse_limits(args.qps)
+        except ValueError as e:
+            ap.error(f"--qps: {e}")
     if args.cmd == "report":
         return cmd_report(args)
     return cmd_run(args)
