@@ -73,6 +73,10 @@ typedef struct comp_mem {
 	sf_awp_live live;
 	int delete_gone;
 	char deleted_uid[64]; /* the object we asked to delete */
+	/* deleted_uid was the cache's copy: once the cache holds nothing by
+	 * that name, its informer saw the object go (a DELETED event or a
+	 * relist without it), so no live read is needed to know it is gone */
+	int deleted_cached;
 } comp_mem;
 
 typedef struct aw_mem {
@@ -95,6 +99,7 @@ typedef struct req {
 	size_t idx;
 	kind_ent *k;
 	int force;
+	int uid_cached; /* uid is the cache's copy's (else a live read's) */
 	char name[254];
 	char uid[64];
 } req;
@@ -638,6 +643,8 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 				cm->confirmed_ms = wall_ms();
 				cm->delete_gone = 0;
 				cm->live = SF_AWP_LIVE_NONE;
+				cm->deleted_uid[0] = 0;
+				cm->deleted_cached = 0;
 			}
 			o->c->st.adopted++;
 			sf_log_info(LOGGER, "component already exists and is ours: adopted",
@@ -690,6 +697,7 @@ static void create_done(req *r, const sf_kube_result *res)
 			cm->delete_gone = 0;
 			cm->live = SF_AWP_LIVE_NONE;
 			cm->deleted_uid[0] = 0;
+			cm->deleted_cached = 0;
 		}
 		c->st.creates++;
 		sf_log_info(LOGGER, "component created", "namespace", o->aw->ns, "name",
@@ -840,6 +848,7 @@ static void delete_done(req *r, const sf_kube_result *res)
 		comp_mem *cm = &m->comp[r->idx];
 		if (sf_kube_ok(res)) {
 			snprintf(cm->deleted_uid, sizeof(cm->deleted_uid), "%s", r->uid);
+			cm->deleted_cached = r->uid_cached;
 			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
 			o->c->st.deletes++;
 		} else if (sf_kube_is_not_found(res) || sf_kube_is_conflict(res)) {
@@ -921,6 +930,16 @@ static void start_delete(op *o, size_t i, int force)
 	r->force = force;
 	sf_obj *cached =
 	    kind_ready(k) ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, r->name) : NULL;
+	comp_mem *cm = &m->comp[i];
+	if (!cached && kind_ready(k) && cm->deleted_uid[0] && cm->deleted_cached) {
+		/* we deleted the cache's copy and the cache has dropped it:
+		 * gone, without asking the API server again */
+		free(r);
+		cm->delete_gone = 1;
+		cm->create = SF_AWP_CREATE_NONE;
+		o->results++;
+		return;
+	}
 	int rc;
 	if (cached) {
 		if (!sf_awc_owned_by(sf_obj_root(cached), o->aw->uid)) {
@@ -931,6 +950,7 @@ static void start_delete(op *o, size_t i, int force)
 			return;
 		}
 		snprintf(r->uid, sizeof(r->uid), "%s", cached->uid);
+		r->uid_cached = 1;
 		rc = send_delete(o, r);
 	} else {
 		/* not in the cache: ask the API server who holds the name */

@@ -1255,6 +1255,10 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                                   NULL};
 	for (size_t i = 0; used[i]; i++)
 		cr_assert(audit_has(&as, used[i]), "the test did not exercise \"%s\"", used[i]);
+	/* it deleted what its cache held and learnt from the cache that the
+	 * objects were gone: no live read of either (each would answer 404) */
+	cr_assert(!audit_has(&as, "get batch/jobs ok"), "a GET of a Job during deletion");
+	cr_assert(!audit_has(&as, "get /pods ok"), "a GET of a Pod during deletion");
 	cr_assert_eq(tl_ctl_count(c, "orbidden", 0), 0, "the controller logged a Forbidden");
 
 	/* and the token gets nothing beyond the RBAC */
