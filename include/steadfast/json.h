@@ -99,7 +99,7 @@ int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t er
 
 struct yajl_handle_t; /* yajl_handle, from <yajl/yajl_parse.h> */
 
-/* Feeds in[0..len) (in NULL reads as "") to h, the caller's parser, and
+/* Feeds in[0..len) (in NULL reads as "", len ignored) to h, the caller's parser, and
  * completes the parse. Returns 0 if yajl accepted the text, -EBADMSG if
  * not (malformed, or a callback stopped it). *at is the byte offset to
  * report: len, or as far as yajl got when it stopped before the end. */

@@ -491,6 +491,8 @@ _Static_assert(SF_JSON_MAX_DEPTH == YAJL_MAX_DEPTH - 1, "yajl_gen's nesting limi
 
 int sf_json_yajl_run(yajl_handle h, const char *in, size_t len, size_t *at)
 {
+	if (!in)
+		len = 0; /* NULL is the empty text, whatever len says */
 	yajl_status st = yajl_parse(h, (const unsigned char *)(in ? in : ""), len);
 	if (st == yajl_status_ok) {
 		st = yajl_complete_parse(h);

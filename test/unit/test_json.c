@@ -379,6 +379,10 @@ Test(json, minify_errors)
 	sf_buf b;
 	sf_buf_init(&b, 0);
 	cr_expect_eq(sf_json_minify("{", 1, &b, NULL, 0), -EBADMSG);
+	/* NULL input is the empty text, whatever the length says (no read) */
+	char err[128] = "";
+	cr_expect_eq(sf_json_minify(NULL, 5, &b, err, sizeof(err)), -EBADMSG);
+	cr_expect_str_eq(err, "invalid JSON at byte 0: parse error: premature EOF");
 	sf_buf_free(&b);
 }
 
