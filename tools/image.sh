@@ -8,7 +8,7 @@
 # imported as localhost/steadfast-build-base:bookworm), so the image builds
 # where no image registry is reachable. The runtime stage is FROM scratch
 # and needs no base at all.
-# Builds with chroot isolation and the current rlimits, which works both
+# Builds with chroot isolation and the current open-files limit, which works both
 # on a normal host and inside a container that may not raise limits or
 # create cgroups. Prints the image's name and size on the last line.
 set -euo pipefail
@@ -49,7 +49,8 @@ podman build --quiet --pull=never --isolation=chroot \
 	--ulimit "nofile=$(ulimit -n):$(ulimit -Hn)" \
 	--build-arg BUILD_IMAGE="$base" --build-arg VERSION="$version" \
 	-f Containerfile -t "$tag" . >/dev/null
-# drop the previous build's untagged layers
-podman image prune -f >/dev/null 2>&1 || true
+# drop earlier builds of this image that lost their tag to this one (and
+# nothing else on the machine)
+podman image prune -f --filter label=org.opencontainers.image.title=steadfast >/dev/null 2>&1 || true
 size=$(podman image inspect "$tag" --format '{{.Size}}')
 echo "image: $tag $((size / 1000000)) MB ($size bytes)"
