@@ -73,6 +73,7 @@ GROUP, VERSION = "workload.codeflare.dev", "v1beta2"
 CRD_NAME = "appwrappers.workload.codeflare.dev"
 DRIVER_UA = "bench-appwrapper/1 (kueue stand-in)"
 CTL_QPS, CTL_BURST = 50, 100  # the binary's default, src/manager/manager.c
+CTL_WORKERS = 16  # reconciles in flight at most, src/appwrapper/controller.c
 WARMUP_ANNOTATION = "workload.codeflare.dev.appwrapper/warmupGracePeriodDuration"
 WARMUP_GRACE = "2h"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -1138,6 +1139,26 @@ the queue while they land.
                lambda r: f"{mib(r['idle']['rss_kib'])} / {mib(r['idle']['hwm_kib'])} / {r['idle']['cpu_s']:.2f} s")
     doc += row(f"whole {per} (namespace to cleanup)", lambda r: f"{r['part_s']:.0f} s")
 
+    doc += "\nWhat bounded the admit phase (first admit to all Running), per run:\n\n"
+    for r in res:
+        dur = r["admit_to_all_running_s"]
+        rate = r["requests_per_s_by_phase"]["admit"]
+        mean = r.get("reconcile_ms_mean_by_phase", {}).get("admit", 0)
+        recs = r.get("reconciles_by_phase", {}).get("admit", 0)
+        cpu = r["cpu_s_by_phase"]["admit"]
+        q = r.get("qps", CTL_QPS)
+        if not (dur and mean):
+            continue
+        doc += (f"- {name(r)}: {rate:.0f} requests/s against a client limit of {q} qps; "
+                f"{recs / dur:.0f} reconciles/s, and {CTL_WORKERS} in flight / {mean:.0f} ms "
+                f"each = {CTL_WORKERS * 1000 / mean:.0f}/s; controller CPU "
+                f"{cpu / dur * 100:.0f}% of one core. ")
+        if rate >= 0.9 * q:
+            doc += "The client limiter bounds it: each reconcile's time is mostly its wait for a token.\n"
+        else:
+            doc += (f"Below the limit: the {CTL_WORKERS} reconciles in flight each wait on "
+                    "their API writes (the API server, etcd and the driver share the "
+                    "machine's cores), which bounds the rate.\n")
     doc += "\nRequests of the controller per AppWrapper, by verb and resource " \
            "(create / admit / delete: the phase the request fell in; startup: before the first create):\n\n"
     # event writes are listed even when there were none
