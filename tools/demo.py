@@ -285,7 +285,10 @@ spec:
                              "involvedObject.name%3Ddemo-failing")
         for e in evs.get("items", []):
             if e.get("type") == "Warning":
-                note(f"Warning event (count {e.get('count', 1)}): {e['reason']}: {e['message']}")
+                # one Event per reporting replica, as client-go's recorder
+                # keeps them: each incarnation failed under another leader
+                note(f"Warning event from {e.get('reportingInstance') or '?'} "
+                     f"(count {e.get('count', 1)}): {e['reason']}: {e['message']}")
     finally:
         step("stopping the replicas")
         for p in procs.values():
