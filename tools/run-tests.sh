@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Runs one criterion test binary, keeping its output in $RESULTS/<name>.log
-# for tools/summary.sh, and exits with the binary's status.
+# for tools/summary.sh, and exits with the binary's status - or 1 when the
+# binary passed but its output shows a test that died in its setup or
+# teardown (criterion only warns about those) or a sanitizer report.
 #   tools/run-tests.sh NAME BINARY [criterion args...]
 set -uo pipefail
 name=$1
 shift
 results=${RESULTS:-build/test-results}
 mkdir -p "$results"
-"$@" 2>&1 | tee "$results/$name.log"
-exit "${PIPESTATUS[0]}"
+log=$results/$name.log
+"$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+if [ "$rc" = 0 ] && grep -aqE 'exited during its setup or teardown|ERROR: (Address|Leak)Sanitizer|runtime error: ' "$log"; then
+	echo "run-tests: $name: a test died in its setup or teardown, or a sanitizer reported an error:" >&2
+	grep -aE 'exited during its setup or teardown|ERROR: (Address|Leak)Sanitizer|runtime error: |SUMMARY: ' "$log" >&2
+	exit 1
+fi
+exit "$rc"

@@ -125,9 +125,9 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 void sf_kube_client_close(sf_kube_client *c, void (*cb)(void *ud), void *ud);
 sf_kube_config *sf_kube_client_config(sf_kube_client *c);
 
-/* Sends a request; cb runs exactly once, from the loop. Returns 0, or a
- * negative errno (then cb is never called). *out (optional) allows
- * cancelling until cb runs. */
+/* Sends a request; cb runs exactly once, from the loop (cb may be NULL:
+ * fire and forget). Returns 0, or a negative errno (then cb is never
+ * called). *out (optional) allows cancelling until cb runs. */
 int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *ud,
                sf_kube_call **out);
 /* Cancels a call: its callback runs with err -ECANCELED. */
