@@ -9,6 +9,7 @@
 #ifndef STEADFAST_BUF_H
 #define STEADFAST_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 typedef struct sf_buf {
@@ -32,5 +33,13 @@ int sf_buf_put_json_str(sf_buf *b, const char *s, size_t n);
 char *sf_buf_detach(sf_buf *b, size_t *len);
 /* Removes the first n bytes. */
 void sf_buf_consume(sf_buf *b, size_t n);
+
+/* Error messages into a caller's fixed buffer, the convention of every
+ * `char *err, size_t errlen` parameter here: writes the printf-formatted
+ * message into err (at most errlen bytes, always NUL-terminated, cut short
+ * if need be); with err NULL or errlen 0 it does nothing. */
+void sf_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void sf_verrf(char *err, size_t errlen, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif

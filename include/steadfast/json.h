@@ -104,9 +104,6 @@ struct yajl_handle_t; /* yajl_handle, from <yajl/yajl_parse.h> */
  * not (malformed, or a callback stopped it). *at is the byte offset to
  * report: len, or as far as yajl got when it stopped before the end. */
 int sf_json_yajl_run(struct yajl_handle_t *h, const char *in, size_t len, size_t *at);
-/* Writes the printf-formatted message into err. */
-void sf_json_set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* Writes "invalid JSON at byte AT: " and the printf-formatted reason into
  * err. */
 void sf_json_set_invalid(char *err, size_t errlen, size_t at, const char *fmt, ...)

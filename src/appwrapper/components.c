@@ -16,6 +16,7 @@
  * means. Pod sets are gathered in a growable vector first, because the
  * final validation needs all of them whatever the caller's capacity.
  */
+#include "steadfast/buf.h"
 #include "steadfast/awcomp.h"
 
 #include <errno.h>
@@ -29,19 +30,6 @@
 #define JOBSET_INDEX_LABEL "jobset.sigs.k8s.io/job-index"
 #define PYTORCH_INDEX_LABEL "training.kubeflow.org/replica-index"
 #define WHY_LEN 768
-
-__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t errlen, const char *fmt,
-                                                         ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int r = vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		err[0] = '\0';
-}
 
 /* ---- pod-set vector ---- */
 
@@ -165,12 +153,12 @@ static int walk(cur c, const char *path, cur *out, char *why, size_t wl)
 	size_t plen = strlen(path);
 
 	if (strncmp(path, "template", 8) != 0) {
-		seterr(why, wl, "first element of the path must be 'template'");
+		sf_errf(why, wl, "first element of the path must be 'template'");
 		return -EINVAL;
 	}
 	if (plen >= SF_AWC_PATH_MAX) {
-		seterr(why, wl, "path '%.40s...' is longer than %d bytes", path,
-		       SF_AWC_PATH_MAX - 1);
+		sf_errf(why, wl, "path '%.40s...' is longer than %d bytes", path,
+		        SF_AWC_PATH_MAX - 1);
 		return -EINVAL;
 	}
 	memcpy(done, "template", 9);
@@ -180,25 +168,25 @@ static int walk(cur c, const char *path, cur *out, char *why, size_t wl)
 		if (*rem == '[') {
 			const char *close = strchr(rem, ']');
 			if (!close) {
-				seterr(why, wl, "at path position '%s' invalid array index '%s'",
-				       done, rem);
+				sf_errf(why, wl, "at path position '%s' invalid array index '%s'",
+				        done, rem);
 				return -EINVAL;
 			}
 			long long idx;
 			if (parse_index(rem + 1, close, &idx)) {
-				seterr(why, wl,
-				       "at path position '%s' invalid index expression '%.*s'",
-				       done, (int)(close - rem - 1), rem + 1);
+				sf_errf(why, wl,
+				        "at path position '%s' invalid index expression '%.*s'",
+				        done, (int)(close - rem - 1), rem + 1);
 				return -EINVAL;
 			}
 			if (cur_type(c) != SF_JSON_ARRAY) {
-				seterr(why, wl, "at path position '%s' found non-array value",
-				       done);
+				sf_errf(why, wl, "at path position '%s' found non-array value",
+				        done);
 				return -EINVAL;
 			}
 			if (idx < 0 || (unsigned long long)idx >= cur_len(c)) {
-				seterr(why, wl, "at path position '%s' out of bounds index '%lld'",
-				       done, idx);
+				sf_errf(why, wl, "at path position '%s' out of bounds index '%lld'",
+				        done, idx);
 				return -EINVAL;
 			}
 			c = cur_at(c, (size_t)idx);
@@ -221,13 +209,13 @@ static int walk(cur c, const char *path, cur *out, char *why, size_t wl)
 			memcpy(key, rem, end);
 			key[end] = '\0';
 			if (cur_type(c) != SF_JSON_OBJECT) {
-				seterr(why, wl, "at path position '%s' non-map value", done);
+				sf_errf(why, wl, "at path position '%s' non-map value", done);
 				return -EINVAL;
 			}
 			cur next = cur_get(c, key);
 			if (!cur_ok(next)) {
-				seterr(why, wl, "at path position '%s' missing field '%s'", done,
-				       key);
+				sf_errf(why, wl, "at path position '%s' missing field '%s'", done,
+				        key);
 				return -EINVAL;
 			}
 			c = next;
@@ -235,8 +223,8 @@ static int walk(cur c, const char *path, cur *out, char *why, size_t wl)
 			dl += end;
 			rem += end;
 		} else {
-			seterr(why, wl, "at path position '%s' invalid path element '%s'", done,
-			       rem);
+			sf_errf(why, wl, "at path position '%s' invalid path element '%s'", done,
+			        rem);
 			return -EINVAL;
 		}
 	}
@@ -251,7 +239,7 @@ static int raw_template(cur root, const char *path, cur *out, char *why, size_t 
 	if (rc)
 		return rc;
 	if (cur_type(*out) != SF_JSON_OBJECT) {
-		seterr(why, wl, "at path position '%s' non-map value", path);
+		sf_errf(why, wl, "at path position '%s' non-map value", path);
 		return -EINVAL;
 	}
 	return 0;
@@ -264,7 +252,7 @@ static int pod_template(cur root, const char *path, cur *out, char *why, size_t 
 	if (rc)
 		return rc;
 	if (cur_type(cur_get(*out, "spec")) != SF_JSON_OBJECT) {
-		seterr(why, wl, "content at %s does not contain a spec", path);
+		sf_errf(why, wl, "content at %s does not contain a spec", path);
 		return -EINVAL;
 	}
 	return 0;
@@ -317,8 +305,8 @@ static int infer_replicas(sf_jv t, const char *path, int32_t *out, char *why, si
 	if (ty == SF_JSON_NONE || ty == SF_JSON_NULL)
 		return 0;
 	if (jv_int32(v, out)) {
-		seterr(why, wl, "at path position '%s' non-int value %.*s", path,
-		       (int)(v.n > 40 ? 40 : v.n), v.p);
+		sf_errf(why, wl, "at path position '%s' non-int value %.*s", path,
+		        (int)(v.n > 40 ? 40 : v.n), v.p);
 		return -EINVAL;
 	}
 	return 0;
@@ -365,9 +353,9 @@ static int infer_jobset(sf_jv t, psvec *pv, char *why, size_t wl)
 			replicas = x;
 		int64_t total = (int64_t)replicas * pods;
 		if (total < INT32_MIN || total > INT32_MAX) {
-			seterr(why, wl,
-			       "replicatedJobs[%zu]: %d replicas of %d pods overflow int32", i,
-			       replicas, pods);
+			sf_errf(why, wl,
+			        "replicatedJobs[%zu]: %d replicas of %d pods overflow int32", i,
+			        replicas, pods);
 			return -EINVAL;
 		}
 		snprintf(p, sizeof(p), "%stemplate.spec.template", pre);
@@ -448,7 +436,7 @@ static int infer_simple(sf_jv t, const char *path, const char *replicas, psvec *
 static int infer(sf_jv t, psvec *pv, char *why, size_t wl)
 {
 	if (sf_jv_type(t) != SF_JSON_OBJECT) {
-		seterr(why, wl, "template is not an object");
+		sf_errf(why, wl, "template is not an object");
 		return -EINVAL;
 	}
 	sf_jv av = sf_jv_get(t, "apiVersion"), kv = sf_jv_get(t, "kind");
@@ -477,8 +465,8 @@ static int infer(sf_jv t, psvec *pv, char *why, size_t wl)
 		char inner[WHY_LEN / 2];
 		cur c;
 		if (pod_template(cur_view(t), pv->v[i].path, &c, inner, sizeof(inner))) {
-			seterr(why, wl, "%s does not refer to a v1.PodSpecTemplate: %s",
-			       pv->v[i].path, inner);
+			sf_errf(why, wl, "%s does not refer to a v1.PodSpecTemplate: %s",
+			        pv->v[i].path, inner);
 			return -EINVAL;
 		}
 	}
@@ -496,7 +484,7 @@ static int parse_podsets(sf_jv arr, const char *where, psvec *pv, char *why, siz
 	sf_jv e;
 	for (size_t i = 0; sf_jv_next(&it, NULL, &e); i++) {
 		if (sf_jv_type(e) != SF_JSON_OBJECT) {
-			seterr(why, wl, "%s[%zu] is not an object", where, i);
+			sf_errf(why, wl, "%s[%zu] is not an object", where, i);
 			return -EINVAL;
 		}
 		sf_awc_podset *ps = psvec_push(pv);
@@ -504,19 +492,19 @@ static int parse_podsets(sf_jv arr, const char *where, psvec *pv, char *why, siz
 			return -ENOMEM;
 		int r = sf_jv_str(sf_jv_get(e, "path"), ps->path, sizeof(ps->path));
 		if (r == -ERANGE) {
-			seterr(why, wl, "%s[%zu].path is longer than %d bytes", where, i,
-			       SF_AWC_PATH_MAX - 1);
+			sf_errf(why, wl, "%s[%zu].path is longer than %d bytes", where, i,
+			        SF_AWC_PATH_MAX - 1);
 			return -EINVAL;
 		}
 		if (r <= 0) {
-			seterr(why, wl, "%s[%zu] has no path", where, i);
+			sf_errf(why, wl, "%s[%zu] has no path", where, i);
 			return -EINVAL;
 		}
 		sf_jv rv = sf_jv_get(e, "replicas");
 		sf_json_type rt = sf_jv_type(rv);
 		ps->replicas = 1;
 		if (rt != SF_JSON_NONE && rt != SF_JSON_NULL && jv_int32(rv, &ps->replicas)) {
-			seterr(why, wl, "%s[%zu].replicas is not an int32", where, i);
+			sf_errf(why, wl, "%s[%zu].replicas is not an int32", where, i);
 			return -EINVAL;
 		}
 		sf_jv an = sf_jv_get(e, "annotations");
@@ -557,7 +545,7 @@ static int definitive_podsets(sf_jv aw, size_t index, psvec *pv, char *why, size
 	sf_jv comps;
 	size_t nc = ncomponents(aw, &comps);
 	if (index >= nc) {
-		seterr(why, wl, "no such component (the AppWrapper has %zu)", nc);
+		sf_errf(why, wl, "no such component (the AppWrapper has %zu)", nc);
 		return -EINVAL;
 	}
 	sf_jv cs = sf_jv_path(aw, "status.componentStatus");
@@ -574,7 +562,7 @@ static int copy_out(psvec *pv, int rc, sf_awc_podset *out, size_t cap, size_t *n
 	if (!rc) {
 		*n = pv->n;
 		if (pv->n > cap) {
-			seterr(err, errlen, "%zu pod sets, room for %zu", pv->n, cap);
+			sf_errf(err, errlen, "%zu pod sets, room for %zu", pv->n, cap);
 			rc = -ENOSPC;
 		} else if (pv->n) {
 			memcpy(out, pv->v, pv->n * sizeof(*out));
@@ -610,7 +598,7 @@ int sf_awc_component_podsets(sf_jv aw, size_t index, sf_awc_podset *out, size_t 
 		sf_jv comps;
 		ncomponents(aw, &comps);
 		comp_desc(sf_jv_get(sf_jv_at(comps, index), "template"), index, desc, sizeof(desc));
-		seterr(err, errlen, "%s: %s", desc, why);
+		sf_errf(err, errlen, "%s: %s", desc, why);
 	}
 	return copy_out(&pv, rc, out, cap, n, err, errlen);
 }
@@ -627,7 +615,7 @@ int sf_awc_expected_pods(sf_jv aw, int64_t *out, char *err, size_t errlen)
 		int rc = definitive_podsets(aw, i, &pv, why, sizeof(why));
 		if (rc) {
 			comp_desc(sf_jv_get(sf_jv_at(comps, i), "template"), i, desc, sizeof(desc));
-			seterr(err, errlen, "%s: %s", desc, why);
+			sf_errf(err, errlen, "%s: %s", desc, why);
 			free(pv.v);
 			return rc;
 		}
@@ -741,7 +729,7 @@ static int merge_map(sf_jd *parent, const char *member, const sf_jd *inject, int
 		if (iv && !same_str(v, iv)) {
 			size_t la, lb;
 			const char *a = sf_jd_str(v, &la), *b = sf_jd_str(iv, &lb);
-			seterr(
+			sf_errf(
 			    why, wl,
 			    "invalid admission check PodSetUpdate: conflict for %s: conflict for "
 			    "key=%s, value1=%.*s, value2=%.*s",
@@ -800,7 +788,7 @@ static int append_gates(sf_jd *spec, sf_jv gates, const char *path, char *why, s
 	sf_jd *arr;
 	int rc = container_member(spec, "schedulingGates", SF_JSON_ARRAY, &arr);
 	if (rc == -EINVAL)
-		seterr(why, wl, "spec.schedulingGates at %s is not a list", path);
+		sf_errf(why, wl, "spec.schedulingGates at %s is not a list", path);
 	if (rc)
 		return rc;
 	sf_jv_iter it = sf_jv_iter_init(gates);
@@ -844,17 +832,17 @@ static int inject_podset(sf_jd *obj, const sf_awc_podset *ps, sf_jv info, const 
 	cur p;
 	int rc = raw_template(cur_tree(obj), ps->path, &p, inner, sizeof(inner));
 	if (rc) {
-		seterr(why, wl, "path '%s': %s", ps->path, inner);
+		sf_errf(why, wl, "path '%s': %s", ps->path, inner);
 		return rc;
 	}
 	sf_jd *md, *spec = sf_jd_get(p.d, "spec");
 	rc = container_member(p.d, "metadata", SF_JSON_OBJECT, &md);
 	if (rc == -EINVAL)
-		seterr(why, wl, "metadata at %s is not an object", ps->path);
+		sf_errf(why, wl, "metadata at %s is not an object", ps->path);
 	if (rc)
 		return rc;
 	if (sf_jd_type(spec) != SF_JSON_OBJECT) {
-		seterr(why, wl, "content at %s does not contain a spec", ps->path);
+		sf_errf(why, wl, "content at %s does not contain a spec", ps->path);
 		return -EINVAL;
 	}
 
@@ -891,7 +879,7 @@ static int inject_podset(sf_jd *obj, const sf_awc_podset *ps, sf_jv info, const 
 		sf_jd *arr;
 		rc = container_member(spec, "tolerations", SF_JSON_ARRAY, &arr);
 		if (rc == -EINVAL)
-			seterr(why, wl, "spec.tolerations at %s is not a list", ps->path);
+			sf_errf(why, wl, "spec.tolerations at %s is not a list", ps->path);
 		sf_jv_iter it = sf_jv_iter_init(v);
 		sf_jv t;
 		while (!rc && sf_jv_next(&it, NULL, &t))
@@ -943,7 +931,7 @@ static int set_controller(sf_jd *md, const char *awname, const char *awuid, char
 	sf_jd *refs;
 	int rc = container_member(md, "ownerReferences", SF_JSON_ARRAY, &refs);
 	if (rc == -EINVAL)
-		seterr(why, wl, "metadata.ownerReferences is not a list");
+		sf_errf(why, wl, "metadata.ownerReferences is not a list");
 	if (rc)
 		return rc;
 	size_t n = sf_jd_len(refs), same = n;
@@ -957,11 +945,11 @@ static int set_controller(sf_jd *md, const char *awname, const char *awuid, char
 			continue;
 		seen_controller = 1; /* only the first one counts (metav1.GetControllerOf) */
 		if (!ours) {
-			seterr(why, wl, "Object %s/%s is already owned by another %s controller %s",
-			       str_or_empty(sf_jd_get(md, "namespace")),
-			       str_or_empty(sf_jd_get(md, "name")),
-			       str_or_empty(sf_jd_get(r, "kind")),
-			       str_or_empty(sf_jd_get(r, "name")));
+			sf_errf(
+			    why, wl, "Object %s/%s is already owned by another %s controller %s",
+			    str_or_empty(sf_jd_get(md, "namespace")),
+			    str_or_empty(sf_jd_get(md, "name")), str_or_empty(sf_jd_get(r, "kind")),
+			    str_or_empty(sf_jd_get(r, "name")));
 			return -EINVAL;
 		}
 	}
@@ -1008,17 +996,17 @@ static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, co
 	const char *ns = sf_jd_str(nsn, &l);
 	sf_json_type nst = sf_jd_type(nsn);
 	if (nst != SF_JSON_NONE && nst != SF_JSON_NULL && !ns) {
-		seterr(why, wl, "metadata.namespace is not a string");
+		sf_errf(why, wl, "metadata.namespace is not a string");
 		return -EINVAL;
 	}
 	if (!ns || !l) {
 		if (sf_jd_set_str(md, "namespace", awns))
 			return -ENOMEM;
 	} else if (l != strlen(awns) || memcmp(ns, awns, l) != 0) {
-		seterr(why, wl,
-		       "component namespace \"%.*s\" is different from appwrapper namespace "
-		       "\"%s\"",
-		       (int)(l > 253 ? 253 : l), ns, awns);
+		sf_errf(why, wl,
+		        "component namespace \"%.*s\" is different from appwrapper namespace "
+		        "\"%s\"",
+		        (int)(l > 253 ? 253 : l), ns, awns);
 		return -EINVAL;
 	}
 
@@ -1038,7 +1026,7 @@ static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, co
 		sf_jv info = i < ninfo ? sf_jv_at(infos, i) : SF_JV_NONE;
 		rc = inject_podset(obj, &pv->v[i], info, awname, sched, inner, sizeof(inner));
 		if (rc == -EINVAL)
-			seterr(why, wl, "pod set %zu: %s", i, inner);
+			sf_errf(why, wl, "pod set %zu: %s", i, inner);
 		if (rc)
 			return rc;
 	}
@@ -1054,8 +1042,8 @@ int sf_awc_build(sf_jv aw, size_t index, const char *scheduler_name, sf_jd **out
 	*out = NULL;
 	*fatal = 1;
 	if (index >= nc) {
-		seterr(err, errlen, "component %zu: no such component (the AppWrapper has %zu)",
-		       index, nc);
+		sf_errf(err, errlen, "component %zu: no such component (the AppWrapper has %zu)",
+		        index, nc);
 		return -EINVAL;
 	}
 	sf_jv comp = sf_jv_at(comps, index);
@@ -1079,7 +1067,7 @@ int sf_awc_build(sf_jv aw, size_t index, const char *scheduler_name, sf_jd **out
 	         req_str(sf_jv_path(tmpl, "metadata.name"), tmp, sizeof(tmp)))
 		missing = "template has no metadata.name";
 	if (missing) {
-		seterr(err, errlen, "%s: %s", desc, missing);
+		sf_errf(err, errlen, "%s: %s", desc, missing);
 		return -EINVAL;
 	}
 
@@ -1096,9 +1084,9 @@ int sf_awc_build(sf_jv aw, size_t index, const char *scheduler_name, sf_jd **out
 	if (rc) {
 		sf_jd_free(obj);
 		if (rc == -ENOMEM)
-			seterr(err, errlen, "%s: out of memory", desc);
+			sf_errf(err, errlen, "%s: out of memory", desc);
 		else
-			seterr(err, errlen, "%s: %s", desc, why);
+			sf_errf(err, errlen, "%s: %s", desc, why);
 		*fatal = rc != -ENOMEM;
 		return rc;
 	}

@@ -16,11 +16,11 @@
  * config is parsed into a copy so a failed load leaves the caller's struct
  * untouched.
  */
+#include "steadfast/buf.h"
 #include "steadfast/awconfig.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,19 +37,6 @@
 
 /* Largest config file we read: the real one is a few hundred bytes. */
 #define CONFIG_FILE_MAX (1024 * 1024)
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- Go time.ParseDuration / Duration.String ---- */
 
@@ -342,35 +329,35 @@ int sf_awcfg_validate(const sf_aw_config *c, char *err, size_t errlen)
 
 	for (size_t i = 0; i < sizeof(graces) / sizeof(graces[0]); i++) {
 		if (graces[i].ms > ft->grace_ceiling_ms) {
-			set_err(err, errlen, "faultTolerance.%s %s exceeds gracePeriodCeiling %s",
+			sf_errf(err, errlen, "faultTolerance.%s %s exceeds gracePeriodCeiling %s",
 			        graces[i].key, fmt_ms(graces[i].ms, a),
 			        fmt_ms(ft->grace_ceiling_ms, b));
 			return -EINVAL;
 		}
 	}
 	if (ft->admission_grace_ms > ft->warmup_grace_ms) {
-		set_err(err, errlen,
+		sf_errf(err, errlen,
 		        "faultTolerance.admissionGracePeriod %s exceeds warmupGracePeriod %s",
 		        fmt_ms(ft->admission_grace_ms, a), fmt_ms(ft->warmup_grace_ms, b));
 		return -EINVAL;
 	}
 	if (ft->success_ttl_ms <= 0) {
-		set_err(err, errlen,
+		sf_errf(err, errlen,
 		        "faultTolerance.successTTLCeiling %s is not a positive duration",
 		        fmt_ms(ft->success_ttl_ms, a));
 		return -EINVAL;
 	}
 	if (ft->retry_limit < 0) {
-		set_err(err, errlen, "faultTolerance.retryLimit %d is negative", ft->retry_limit);
+		sf_errf(err, errlen, "faultTolerance.retryLimit %d is negative", ft->retry_limit);
 		return -EINVAL;
 	}
 	if (ft->retry_pause_ms > ft->retry_pause_ceiling_ms) {
-		set_err(err, errlen, "faultTolerance.resetPause %s exceeds resetPauseCeiling %s",
+		sf_errf(err, errlen, "faultTolerance.resetPause %s exceeds resetPauseCeiling %s",
 		        fmt_ms(ft->retry_pause_ms, a), fmt_ms(ft->retry_pause_ceiling_ms, b));
 		return -EINVAL;
 	}
 	if (ft->retry_pause_ceiling_ms > ft->grace_ceiling_ms) {
-		set_err(err, errlen,
+		sf_errf(err, errlen,
 		        "faultTolerance.resetPauseCeiling %s exceeds gracePeriodCeiling %s",
 		        fmt_ms(ft->retry_pause_ceiling_ms, a), fmt_ms(ft->grace_ceiling_ms, b));
 		return -EINVAL;
@@ -522,7 +509,7 @@ static const char *type_name(sf_json_type t)
 
 static int type_err(loader *ld, sf_jv v, const char *want)
 {
-	set_err(ld->err, ld->errlen, "%s: expected %s, got %s", ld->path, want,
+	sf_errf(ld->err, ld->errlen, "%s: expected %s, got %s", ld->path, want,
 	        type_name(sf_jv_type(v)));
 	return -EINVAL;
 }
@@ -535,7 +522,7 @@ static int load_duration(loader *ld, sf_jv v, int64_t *ms)
 	if (sf_jv_type(v) == SF_JSON_NUMBER) {
 		int rc = sf_jv_int64(v, &ns);
 		if (rc == -ERANGE) {
-			set_err(ld->err, ld->errlen, "%s: %.*s nanoseconds is out of range",
+			sf_errf(ld->err, ld->errlen, "%s: %.*s nanoseconds is out of range",
 			        ld->path, (int)(v.n > 40 ? 40 : v.n), v.p);
 			return -EINVAL;
 		}
@@ -547,12 +534,12 @@ static int load_duration(loader *ld, sf_jv v, int64_t *ms)
 		const char *val = "";
 		long len = jv_string(v, small, sizeof(small), &heap, &val);
 		if (len < 0) {
-			set_err(ld->err, ld->errlen, "%s: out of memory", ld->path);
+			sf_errf(ld->err, ld->errlen, "%s: out of memory", ld->path);
 			return -ENOMEM;
 		}
 		int rc = parse_duration_n(val, (size_t)len, &ns);
 		if (rc < 0)
-			set_err(ld->err, ld->errlen, "%s: invalid duration \"%.*s\"%s", ld->path,
+			sf_errf(ld->err, ld->errlen, "%s: invalid duration \"%.*s\"%s", ld->path,
 			        (int)(len > 64 ? 64 : len), val,
 			        rc == -ERANGE ? " (out of range)" : "");
 		free(heap);
@@ -587,7 +574,7 @@ static int load_value(loader *ld, sf_jv v, const field *f)
 		if (rc == -EINVAL)
 			return type_err(ld, v, "an integer");
 		if (rc < 0 || x < INT32_MIN || x > INT32_MAX) {
-			set_err(ld->err, ld->errlen,
+			sf_errf(ld->err, ld->errlen,
 			        "%s: %.*s is out of range for a 32-bit integer", ld->path,
 			        (int)(v.n > 40 ? 40 : v.n), v.p);
 			return -EINVAL;
@@ -605,7 +592,7 @@ static int load_value(loader *ld, sf_jv v, const field *f)
 		char tmp[256];
 		int len = sf_jv_str(v, tmp, sizeof(tmp));
 		if (len < 0 || (size_t)len >= f->cap) {
-			set_err(ld->err, ld->errlen, "%s: longer than %zu bytes", ld->path,
+			sf_errf(ld->err, ld->errlen, "%s: longer than %zu bytes", ld->path,
 			        f->cap - 1);
 			return -EINVAL;
 		}
@@ -637,7 +624,7 @@ static int load_obj(loader *ld, sf_jv obj, const field *fields)
 			snprintf(key, sizeof(key), "?");
 		snprintf(ld->path + plen, sizeof(ld->path) - plen, "%s%s", plen ? "." : "", key);
 		if (!f->key) {
-			set_err(ld->err, ld->errlen, "%s: unknown key", ld->path);
+			sf_errf(ld->err, ld->errlen, "%s: unknown key", ld->path);
 			return -EINVAL;
 		}
 		int rc = load_value(ld, v, f);
@@ -674,9 +661,9 @@ int sf_awcfg_load_yaml(sf_aw_config *c, const char *yaml, size_t len, char *err,
 	if (rc < 0) {
 		free(doc.json);
 		if (rc == -ENOMEM && !yerr[0])
-			set_err(err, errlen, "out of memory");
+			sf_errf(err, errlen, "out of memory");
 		else
-			set_err(err, errlen, "%s", yerr);
+			sf_errf(err, errlen, "%s", yerr);
 		return rc == -ENOMEM ? -ENOMEM : -EINVAL;
 	}
 	if (!doc.json)
@@ -689,7 +676,7 @@ int sf_awcfg_load_yaml(sf_aw_config *c, const char *yaml, size_t len, char *err,
 	case SF_JSON_NULL: rc = 0; break;
 	case SF_JSON_OBJECT: rc = load_obj(&ld, root, top_fields); break;
 	default:
-		set_err(err, errlen, "top level: expected a mapping, got %s",
+		sf_errf(err, errlen, "top level: expected a mapping, got %s",
 		        type_name(sf_jv_type(root)));
 		rc = -EINVAL;
 	}
@@ -704,7 +691,7 @@ int sf_awcfg_load_file(sf_aw_config *c, const char *path, char *err, size_t errl
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		set_err(err, errlen, "%s: %s", path, strerror(e));
+		sf_errf(err, errlen, "%s: %s", path, strerror(e));
 		return -e;
 	}
 	char *data = NULL;
@@ -713,7 +700,7 @@ int sf_awcfg_load_file(sf_aw_config *c, const char *path, char *err, size_t errl
 	for (;;) {
 		if (len == cap) {
 			if (cap >= CONFIG_FILE_MAX) {
-				set_err(err, errlen, "%s: larger than %d bytes", path,
+				sf_errf(err, errlen, "%s: larger than %d bytes", path,
 				        CONFIG_FILE_MAX);
 				rc = -EFBIG;
 				break;
@@ -721,7 +708,7 @@ int sf_awcfg_load_file(sf_aw_config *c, const char *path, char *err, size_t errl
 			cap = cap ? cap * 2 : 4096;
 			char *nd = realloc(data, cap);
 			if (!nd) {
-				set_err(err, errlen, "%s: out of memory", path);
+				sf_errf(err, errlen, "%s: out of memory", path);
 				rc = -ENOMEM;
 				break;
 			}
@@ -732,7 +719,7 @@ int sf_awcfg_load_file(sf_aw_config *c, const char *path, char *err, size_t errl
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
-			set_err(err, errlen, "%s: %s", path, strerror(-rc));
+			sf_errf(err, errlen, "%s: %s", path, strerror(-rc));
 			break;
 		}
 		if (r == 0)
@@ -744,7 +731,7 @@ int sf_awcfg_load_file(sf_aw_config *c, const char *path, char *err, size_t errl
 		char msg[512] = "";
 		rc = sf_awcfg_load_yaml(c, data ? data : "", len, msg, sizeof(msg));
 		if (rc < 0)
-			set_err(err, errlen, "%s: %s", path, msg);
+			sf_errf(err, errlen, "%s: %s", path, msg);
 	}
 	free(data);
 	return rc;

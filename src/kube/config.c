@@ -113,12 +113,10 @@ static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	sf_verrf(err, errlen, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 

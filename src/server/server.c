@@ -30,12 +30,12 @@
  * plain socket calls and then handed to libuv, so that bind errors come back
  * from sf_srv_new synchronously with nothing left on the loop.
  */
+#include "steadfast/buf.h"
 #include "steadfast/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,17 +288,6 @@ int sf_srv_parse_request(const char *buf, size_t len, sf_srv_request *out)
 
 /* --- bind addresses -------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
-                                                          ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 int sf_srv_parse_bind(const char *bind, struct sockaddr_storage *out, char *err, size_t errlen)
 {
 	if (!bind || !*bind || strcmp(bind, "0") == 0)
@@ -308,26 +297,26 @@ int sf_srv_parse_bind(const char *bind, struct sockaddr_storage *out, char *err,
 	if (bind[0] == '[') {
 		const char *close = strchr(bind, ']');
 		if (!close) {
-			set_err(err, errlen, "address %s: missing ']' in address", bind);
+			sf_errf(err, errlen, "address %s: missing ']' in address", bind);
 			return -EINVAL;
 		}
 		colon = close[1] == ':' ? close + 1 : NULL;
 	}
 	if (!colon) {
-		set_err(err, errlen, "address %s: missing port in address", bind);
+		sf_errf(err, errlen, "address %s: missing port in address", bind);
 		return -EINVAL;
 	}
 	const char *port_s = colon + 1;
 	unsigned long port = 0;
 	size_t plen = strlen(port_s);
 	if (plen > 5 || strspn(port_s, "0123456789") != plen) {
-		set_err(err, errlen, "address %s: port must be a number from 0 to 65535", bind);
+		sf_errf(err, errlen, "address %s: port must be a number from 0 to 65535", bind);
 		return -EINVAL;
 	}
 	if (plen)
 		port = strtoul(port_s, NULL, 10);
 	if (port > 65535) {
-		set_err(err, errlen, "address %s: port must be a number from 0 to 65535", bind);
+		sf_errf(err, errlen, "address %s: port must be a number from 0 to 65535", bind);
 		return -EINVAL;
 	}
 
@@ -340,12 +329,12 @@ int sf_srv_parse_bind(const char *bind, struct sockaddr_storage *out, char *err,
 		hlen -= 2;
 		bracketed = 1;
 	} else if (memchr(bind, ':', hlen) || memchr(bind, ']', hlen)) {
-		set_err(err, errlen, "address %s: too many colons in address (use [addr]:port)",
+		sf_errf(err, errlen, "address %s: too many colons in address (use [addr]:port)",
 		        bind);
 		return -EINVAL;
 	}
 	if (hlen >= sizeof(host)) {
-		set_err(err, errlen, "address %s: host is too long", bind);
+		sf_errf(err, errlen, "address %s: host is too long", bind);
 		return -EINVAL;
 	}
 	memcpy(host, h, hlen);
@@ -355,7 +344,7 @@ int sf_srv_parse_bind(const char *bind, struct sockaddr_storage *out, char *err,
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
 	if (bracketed) {
 		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1) {
-			set_err(err, errlen, "address %s: %s is not an IPv6 address", bind, host);
+			sf_errf(err, errlen, "address %s: %s is not an IPv6 address", bind, host);
 			return -EINVAL;
 		}
 	} else if (hlen == 0) {
@@ -365,7 +354,7 @@ int sf_srv_parse_bind(const char *bind, struct sockaddr_storage *out, char *err,
 		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	} else if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
 		/* A name would need a DNS lookup, which would block the loop. */
-		set_err(err, errlen, "address %s: host must be an IP address or localhost", bind);
+		sf_errf(err, errlen, "address %s: host must be an IP address or localhost", bind);
 		return -EINVAL;
 	}
 	if (bracketed) {
@@ -967,18 +956,18 @@ int sf_srv_new(uv_loop_t *loop, const sf_srv_opts *opts, sf_srv **out)
 		return 0;
 	}
 	if (o.max_head && (o.max_head < MIN_HEAD || o.max_head > MAX_HEAD)) {
-		set_err(o.err, o.errlen, "max_head must be from %d to %zu bytes", MIN_HEAD,
+		sf_errf(o.err, o.errlen, "max_head must be from %d to %zu bytes", MIN_HEAD,
 		        MAX_HEAD);
 		return -EINVAL;
 	}
 	if (o.max_response > UINT32_MAX) {
-		set_err(o.err, o.errlen, "max_response must be at most %u bytes", UINT32_MAX);
+		sf_errf(o.err, o.errlen, "max_response must be at most %u bytes", UINT32_MAX);
 		return -EINVAL;
 	}
 	sf_srv *srv = calloc(1, sizeof(*srv));
 	if (!srv || !(srv->name = strdup(o.name ? o.name : ""))) {
 		free(srv);
-		set_err(o.err, o.errlen, "out of memory");
+		sf_errf(o.err, o.errlen, "out of memory");
 		return -ENOMEM;
 	}
 	srv->loop = loop;
@@ -993,14 +982,14 @@ int sf_srv_new(uv_loop_t *loop, const sf_srv_opts *opts, sf_srv **out)
 	const char *step;
 	rc = open_listener(&ss, &fd, &step);
 	if (rc < 0) {
-		set_err(o.err, o.errlen, "listen on %s: %s: %s", o.bind, step, uv_strerror(rc));
+		sf_errf(o.err, o.errlen, "listen on %s: %s: %s", o.bind, step, uv_strerror(rc));
 		srv_free(srv);
 		return rc;
 	}
 	socklen_t sl = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
 		rc = -errno;
-		set_err(o.err, o.errlen, "listen on %s: getsockname: %s", o.bind, uv_strerror(rc));
+		sf_errf(o.err, o.errlen, "listen on %s: getsockname: %s", o.bind, uv_strerror(rc));
 		close(fd);
 		srv_free(srv);
 		return rc;
@@ -1018,7 +1007,7 @@ int sf_srv_new(uv_loop_t *loop, const sf_srv_opts *opts, sf_srv **out)
 
 	rc = uv_tcp_init(loop, &srv->listener);
 	if (rc) {
-		set_err(o.err, o.errlen, "listen on %s: %s", o.bind, uv_strerror(rc));
+		sf_errf(o.err, o.errlen, "listen on %s: %s", o.bind, uv_strerror(rc));
 		close(fd);
 		srv_free(srv);
 		return rc;
@@ -1032,7 +1021,7 @@ int sf_srv_new(uv_loop_t *loop, const sf_srv_opts *opts, sf_srv **out)
 		rc = uv_listen((uv_stream_t *)&srv->listener, BACKLOG, on_connection);
 	if (rc) {
 		/* The handle is on the loop now: it is freed when libuv has closed it. */
-		set_err(o.err, o.errlen, "listen on %s: %s", o.bind, uv_strerror(rc));
+		sf_errf(o.err, o.errlen, "listen on %s: %s", o.bind, uv_strerror(rc));
 		srv->closing = 1;
 		uv_close((uv_handle_t *)&srv->listener, listener_closed);
 		return rc;

@@ -144,3 +144,19 @@ void sf_buf_consume(sf_buf *b, size_t n)
 	b->len -= n;
 	b->data[b->len] = '\0';
 }
+
+void sf_verrf(char *err, size_t errlen, const char *fmt, va_list ap)
+{
+	if (!err || !errlen)
+		return;
+	if (vsnprintf(err, errlen, fmt, ap) < 0)
+		err[0] = '\0';
+}
+
+void sf_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	sf_verrf(err, errlen, fmt, ap);
+	va_end(ap);
+}

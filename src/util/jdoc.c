@@ -13,7 +13,7 @@
  *
  * Parsing is driven by yajl's callbacks with the same options as
  * sf_json_minify and reports errors with its helpers (sf_json_yajl_run,
- * sf_json_set_*), so the two accept the same texts and report the same
+ * sf_json_set_*, sf_errf), so the two accept the same texts and report the same
  * errors, and sf_jd_write escapes strings byte for byte as yajl_gen does:
  * writing a parsed text gives sf_json_minify's output. The one difference is
  * duplicate keys: the tree keeps one member per key, with the last value
@@ -26,6 +26,7 @@
  * Functions recurse over the tree. Parsed trees are at most 127 levels
  * deep; trees built through the API are as deep as their builder makes them.
  */
+#include "steadfast/buf.h"
 #include "steadfast/jdoc.h"
 
 #include <errno.h>
@@ -450,13 +451,13 @@ sf_jd *sf_jd_parse(const char *json, size_t len, char *err, size_t errlen)
 		len = 0;
 	yajl_handle h = yajl_alloc(&parse_callbacks, NULL, &p);
 	if (!h) {
-		sf_json_set_err(err, errlen, "out of memory");
+		sf_errf(err, errlen, "out of memory");
 		goto out;
 	}
 	size_t at;
 	int st = sf_json_yajl_run(h, json, len, &at);
 	if (p.nomem) {
-		sf_json_set_err(err, errlen, "out of memory");
+		sf_errf(err, errlen, "out of memory");
 	} else if (p.deep) {
 		sf_json_set_invalid(err, errlen, at, "nested deeper than %d levels",
 		                    SF_JSON_MAX_DEPTH);

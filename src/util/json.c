@@ -503,16 +503,6 @@ int sf_json_yajl_run(yajl_handle h, const char *in, size_t len, size_t *at)
 	return st == yajl_status_ok ? 0 : -EBADMSG;
 }
 
-void sf_json_set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 void sf_json_set_invalid(char *err, size_t errlen, size_t at, const char *fmt, ...)
 {
 	if (!err || !errlen)
@@ -637,7 +627,7 @@ int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t er
 	yajl_handle h = m.g ? yajl_alloc(&minify_callbacks, NULL, &m) : NULL;
 	if (!h) {
 		rc = -ENOMEM;
-		sf_json_set_err(err, errlen, "out of memory");
+		sf_errf(err, errlen, "out of memory");
 		goto out;
 	}
 	yajl_gen_config(m.g, yajl_gen_beautify, 0);
@@ -647,8 +637,7 @@ int sf_json_minify(const char *in, size_t len, sf_buf *out, char *err, size_t er
 	int st = sf_json_yajl_run(h, in, len, &at);
 	if (m.out_err) {
 		rc = m.out_err;
-		sf_json_set_err(err, errlen, "%s",
-		                rc == -E2BIG ? "output too large" : "out of memory");
+		sf_errf(err, errlen, "%s", rc == -E2BIG ? "output too large" : "out of memory");
 	} else if (m.gen_st == yajl_max_depth_exceeded) {
 		rc = -EBADMSG;
 		sf_json_set_invalid(err, errlen, at, "nested deeper than %d levels",

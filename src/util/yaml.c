@@ -178,19 +178,6 @@ struct conv {
 
 /* ---- errors ---- */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static int fail(struct conv *c, int rc, const yaml_mark_t *m, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -1109,7 +1096,7 @@ static int parser_error(struct conv *c, const yaml_parser_t *p)
 {
 	const char *problem = p->problem ? p->problem : "malformed YAML";
 	if (p->error == YAML_MEMORY_ERROR) {
-		set_err(c->err, c->errlen, "out of memory");
+		sf_errf(c->err, c->errlen, "out of memory");
 		c->failed = 1;
 		return -ENOMEM;
 	}
@@ -1143,7 +1130,7 @@ int sf_yaml_to_json(const char *yaml, size_t len, size_t max_out, sf_yaml_doc_fn
 		err[0] = '\0';
 	struct conv *c = calloc(1, sizeof(*c));
 	if (!c) {
-		set_err(err, errlen, "out of memory");
+		sf_errf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	c->max_out = max_out ? max_out : YAML_DEFAULT_MAX_OUT;
@@ -1160,7 +1147,7 @@ int sf_yaml_to_json(const char *yaml, size_t len, size_t max_out, sf_yaml_doc_fn
 	if (!rc && !yaml_parser_initialize(&p))
 		rc = -ENOMEM;
 	if (rc) {
-		set_err(err, errlen, "out of memory");
+		sf_errf(err, errlen, "out of memory");
 		goto out;
 	}
 	yaml_parser_set_input_string(&p, (const unsigned char *)c->in, c->inlen);
@@ -1241,15 +1228,15 @@ int sf_yaml_file_to_json(const char *path, size_t max_out, sf_yaml_doc_fn fn, vo
 	sf_buf_init(&in, YAML_MAX_FILE);
 	int rc = read_all(path, &in);
 	if (rc == -E2BIG) {
-		set_err(err, errlen, "%s: file larger than %zu MiB", path, YAML_MAX_FILE >> 20);
+		sf_errf(err, errlen, "%s: file larger than %zu MiB", path, YAML_MAX_FILE >> 20);
 		rc = -EFBIG;
 	} else if (rc) {
-		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		sf_errf(err, errlen, "%s: %s", path, strerror(-rc));
 	} else {
 		char sub[512] = "";
 		rc = sf_yaml_to_json(in.data, in.len, max_out, fn, ud, sub, sizeof(sub));
 		if (sub[0])
-			set_err(err, errlen, "%s: %s", path, sub);
+			sf_errf(err, errlen, "%s: %s", path, sub);
 	}
 	sf_buf_free(&in);
 	return rc;
@@ -1273,8 +1260,8 @@ char *sf_yaml_one_to_json(const char *yaml, size_t len, char *err, size_t errlen
 	if (rc == 1)
 		return json;
 	if (rc == 0)
-		set_err(err, errlen, "no YAML document (the input is empty or only null)");
+		sf_errf(err, errlen, "no YAML document (the input is empty or only null)");
 	else if (rc == -ENOMEM && err && errlen && !err[0])
-		set_err(err, errlen, "out of memory");
+		sf_errf(err, errlen, "out of memory");
 	return NULL;
 }

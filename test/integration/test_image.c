@@ -240,26 +240,6 @@ Test(image, scratch_small_nonroot_with_package_records)
 
 /* ---- the controller in a container ---- */
 
-static char *mint_token(const char *sa)
-{
-	static const char body[] = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":"
-	                           "\"TokenRequest\",\"spec\":{\"expirationSeconds\":3600}}";
-	tl_res r;
-	sf_kube_req q = {.method = "POST",
-	                 .gvr = &GVR_SERVICEACCOUNTS,
-	                 .ns = NS,
-	                 .name = sa,
-	                 .subresource = "token",
-	                 .body = body,
-	                 .body_len = strlen(body)};
-	tl_do(&K, &q, &r);
-	cr_assert_eq(r.http_status, 201, "TokenRequest: %ld %s", r.http_status, r.message);
-	char *tok = sf_jv_strdup(sf_jv_path(sf_obj_root(r.obj), "status.token"));
-	cr_assert(tok && tok[0]);
-	tl_res_clear(&r);
-	return tok;
-}
-
 static void write_file(const char *dir, const char *name, const char *text)
 {
 	char path[512];
@@ -306,7 +286,7 @@ static void service_account_dir(void)
 	snprintf(SADIR, sizeof(SADIR), "/tmp/steadfast-image-sa.XXXXXX");
 	cr_assert(mkdtemp(SADIR), "mkdtemp");
 	cr_assert_eq(chmod(SADIR, 0755), 0);
-	char *tok = mint_token("steadfast-controller");
+	char *tok = tl_mint_token(&K, NS, "steadfast-controller");
 	write_file(SADIR, "token", tok);
 	free(tok);
 	char *ca = read_file(tl_env("STEADFAST_CA"));
@@ -461,14 +441,7 @@ Test(image, controller_in_a_restricted_container_with_in_cluster_config)
 	tl_aw_wait_phase(&W, "image-job", "Succeeded", 20000);
 
 	/* SIGTERM through podman: the Lease released, exit 0 */
-	size_t from = tl_ctl_nlines(c);
-	tl_ctl_signal(c, SIGTERM);
-	int64_t status = -1;
-	int sig = -1;
-	cr_assert_eq(tl_ctl_wait_exit(&K.loop, c, 30000, &status, &sig), 0,
-	             "the container did not exit within 30 s of SIGTERM");
-	cr_assert(status == 0 && sig == 0, "exit status %lld, signal %d", (long long)status, sig);
-	cr_assert(tl_ctl_count(c, "released the lease", from) > 0, "no release logged");
+	tl_ctl_term_released(&K.loop, c, 30000);
 	cr_assert_eq(holder(h, sizeof(h)), 200);
 	cr_assert_str_empty(h, "the Lease is still held after the release: %s", h);
 	sf_buf_free(&out);

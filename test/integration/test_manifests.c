@@ -391,7 +391,6 @@ static long admin_delete(const sf_gvr *gvr, const char *ns, const char *name)
 static const sf_gvr GVR_CLUSTERROLES = {"rbac.authorization.k8s.io", "v1", "clusterroles", 0};
 static const sf_gvr GVR_CLUSTERROLEBINDINGS = {"rbac.authorization.k8s.io", "v1",
                                                "clusterrolebindings", 0};
-static const sf_gvr GVR_SERVICEACCOUNTS = {"", "v1", "serviceaccounts", 1};
 static const sf_gvr GVR_SECRETS = {"", "v1", "secrets", 1};
 static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 static const sf_gvr GVR_DEPLOYMENTS = {"apps", "v1", "deployments", 1};
@@ -893,27 +892,6 @@ static char *relocate(const mdoc *d, const char *ns)
 	return out;
 }
 
-static char *mint_token(const char *ns, const char *sa)
-{
-	static const char body[] = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":"
-	                           "\"TokenRequest\",\"spec\":{\"expirationSeconds\":3600}}";
-	tl_res r;
-	sf_kube_req q = {.method = "POST",
-	                 .gvr = &GVR_SERVICEACCOUNTS,
-	                 .ns = ns,
-	                 .name = sa,
-	                 .subresource = "token",
-	                 .body = body,
-	                 .body_len = strlen(body)};
-	tl_do(&K, &q, &r);
-	cr_assert_eq(r.http_status, 201, "TokenRequest for %s/%s: %ld %s", ns, sa, r.http_status,
-	             r.message);
-	char *tok = sf_jv_strdup(sf_jv_path(sf_obj_root(r.obj), "status.token"));
-	cr_assert(tok && tok[0], "TokenRequest answered without a token");
-	tl_res_clear(&r);
-	return tok;
-}
-
 /* A request with the ServiceAccount's token (on the admin loop, so the
  * controller's log pipe keeps being read). */
 static long sa_do(const sf_kube_req *q, tl_res *r)
@@ -1108,7 +1086,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	free(j);
 
 	/* a kubeconfig with a token of the ServiceAccount */
-	char *tok = mint_token(CTLNS, sa->name);
+	char *tok = tl_mint_token(&K, CTLNS, sa->name);
 	char *kc = NULL;
 	cr_assert(
 	    asprintf(&kc,
@@ -1216,14 +1194,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 
 	/* SIGTERM, as the kubelet sends it: the leader releases the Lease (an
 	 * update) and exits 0 well within the pod's grace period */
-	size_t nlines = tl_ctl_nlines(c);
-	tl_ctl_signal(c, SIGTERM);
-	int64_t status = -1;
-	int sig = -1;
-	cr_assert_eq(tl_ctl_wait_exit(&K.loop, c, 15000, &status, &sig), 0,
-	             "the controller did not exit within 15 s of SIGTERM");
-	cr_assert(status == 0 && sig == 0, "exit status %lld, signal %d", (long long)status, sig);
-	cr_assert(tl_ctl_count(c, "released the lease", nlines) > 0, "no release logged");
+	tl_ctl_term_released(&K.loop, c, 15000);
 	tl_do(&K, &lq, &r);
 	cr_assert_eq(r.http_status, 200);
 	char holder[128] = "";

@@ -301,3 +301,25 @@ void tl_lines_free(tl_lines *l)
 	l->lines = NULL;
 	l->n = l->cap = 0;
 }
+
+char *tl_mint_token(tl_kube *k, const char *ns, const char *sa)
+{
+	static const sf_gvr sas = {"", "v1", "serviceaccounts", 1};
+	static const char body[] = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":"
+	                           "\"TokenRequest\",\"spec\":{\"expirationSeconds\":3600}}";
+	tl_res r;
+	sf_kube_req q = {.method = "POST",
+	                 .gvr = &sas,
+	                 .ns = ns,
+	                 .name = sa,
+	                 .subresource = "token",
+	                 .body = body,
+	                 .body_len = strlen(body)};
+	tl_do(k, &q, &r);
+	cr_assert_eq(r.http_status, 201, "TokenRequest for %s/%s: %ld %s", ns, sa, r.http_status,
+	             r.message);
+	char *tok = sf_jv_strdup(sf_jv_path(sf_obj_root(r.obj), "status.token"));
+	cr_assert(tok && tok[0], "TokenRequest answered without a token");
+	tl_res_clear(&r);
+	return tok;
+}

@@ -64,6 +64,10 @@ void tl_do(tl_kube *k, const sf_kube_req *req, tl_res *out);
 const char *tl_namespace(tl_kube *k, const char *prefix, char *buf, size_t n);
 /* Deletes a namespace (does not wait for it to go). */
 void tl_namespace_delete(tl_kube *k, const char *ns);
+/* A bearer token for ServiceAccount ns/sa (TokenRequest, valid 1 h), as
+ * the kubelet projects one into a pod; the caller frees it. Fails the test
+ * unless the API server issues one. */
+char *tl_mint_token(tl_kube *k, const char *ns, const char *sa);
 
 /* A child process's stdout or stderr, read through a pipe on the test's
  * loop and kept as lines. Each complete line (without its newline) is its

@@ -320,3 +320,18 @@ void tl_ctl_stop_all(uv_loop_t *loop)
 	}
 	nctls = 0;
 }
+
+void tl_ctl_term_released(uv_loop_t *loop, tl_ctl *p, long timeout_ms)
+{
+	size_t from = tl_ctl_nlines(p);
+	tl_ctl_signal(p, SIGTERM);
+	int64_t status = -1;
+	int sig = -1;
+	if (tl_ctl_wait_exit(loop, p, timeout_ms, &status, &sig) != 0) {
+		tl_ctl_dump(p, 20);
+		cr_assert_fail("%s did not exit within %ld ms of SIGTERM", p->id, timeout_ms);
+	}
+	cr_assert(status == 0 && sig == 0, "%s: exit status %lld, signal %d", p->id,
+	          (long long)status, sig);
+	cr_assert(tl_ctl_count(p, "released the lease", from) > 0, "%s logged no release", p->id);
+}

@@ -61,6 +61,10 @@ int tl_ctl_port(uv_loop_t *loop, tl_ctl *p, const char *server);
  * see tl_ctl_port), 5 s at most: the HTTP status, the body appended to b.
  * Fails the test when no answer comes. */
 long tl_ctl_http_get(int port, const char *path, sf_buf *b);
+/* SIGTERM, as the kubelet sends it on a pod's deletion: fails the test
+ * unless the process exits 0 within timeout_ms having logged that it
+ * released the Lease. */
+void tl_ctl_term_released(uv_loop_t *loop, tl_ctl *p, long timeout_ms);
 /* Prints the log file's path and last lines (for a failing test). */
 void tl_ctl_dump(const tl_ctl *p, size_t last);
 /* SIGKILLs every live controller of this test process, waits for exits,
