@@ -1143,15 +1143,7 @@ int sf_elect_healthz(const sf_elect *e, char *msg, size_t n)
 		         e->last_err[0] ? e->last_err : "no answer");
 		return -EIO;
 	}
-	if (sf_elect_watchdog_tripped(e->leading, e->last_renew, e->lease_ns, e->watchdog_ns,
-	                              now)) {
-		snprintf(msg, n,
-		         "leader election: leading but the lease was not renewed for %.1f s",
-		         (double)(now - e->last_renew) / 1e9);
-		return -EIO;
-	}
-	snprintf(msg, n, "ok");
-	return 0;
+	return sf_elect_livez(e, msg, n);
 }
 
 int sf_elect_livez(const sf_elect *e, char *msg, size_t n)
