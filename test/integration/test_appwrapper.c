@@ -331,9 +331,7 @@ Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 	tl_aw_admit(&W, "gone", NULL);
 	tl_aw_wait_phase(&W, "gone", "Running", 20000);
 	char pod[254];
-	tl_aw_wait_pod(&W, "gone", pod, sizeof(pod), 20000);
-	tl_aw_kubelet(&W, pod, "Running", 0, NULL);
-	tl_aw_wait_cond(&W, "gone", "PodsReady", "True", 20000);
+	tl_aw_pod_ready(&W, "gone", pod, sizeof(pod), 20000);
 	size_t mark = tl_ctl_nlines(c);
 	tl_res r = {0};
 	sf_kube_req q = {.method = "DELETE",
@@ -796,9 +794,9 @@ static void incident_a(long lag_ms, int rounds)
 			snprintf(name, sizeof(name), "%s-%d", prefix, i);
 			/* fire and forget: no callback (the last round's
 			 * answers arrive after this function returns) */
-			cr_assert_eq(
-			    sf_kube_delete(K.client, &TL_AW_GVR, NS, name, NULL, NULL, NULL, NULL) >= 0,
-			    1);
+			cr_assert_eq(sf_kube_delete(K.client, &TL_AW_GVR, NS, name, NULL, NULL,
+			                            NULL, NULL) >= 0,
+			             1);
 		}
 	}
 	size_t suspicions = 0, expectations = 0;

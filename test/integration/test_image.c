@@ -25,14 +25,12 @@
  */
 #include <criterion/criterion.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "steadfast/buf.h"
@@ -71,34 +69,6 @@ static const char *runtime(void)
 	return r && r[0] ? r : "runc";
 }
 
-/* Runs a shell command line (built here from known-safe words), keeps its
- * stdout (and stderr, 2>&1 is appended) in out; returns its exit status,
- * or -1 when it did not exit normally. */
-static int sh(sf_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sh(sf_buf *out, const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(cmd, sizeof(cmd) - 8, fmt, ap);
-	va_end(ap);
-	cr_assert(n > 0 && (size_t)n < sizeof(cmd) - 8);
-	strcat(cmd, " 2>&1");
-	FILE *f = popen(cmd, "r");
-	cr_assert(f, "popen %s", cmd);
-	if (out)
-		out->len = 0;
-	char chunk[4096];
-	size_t got;
-	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (out)
-			sf_buf_append(out, chunk, got);
-	if (out)
-		sf_buf_putc(out, '\0'), out->len--;
-	int st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void ulimits(char *buf, size_t n)
 {
 	struct rlimit nofile, nproc;
@@ -129,7 +99,7 @@ static void teardown(void)
 {
 	tl_ctl_stop_all(&K.loop);
 	/* the container outlives a killed podman client */
-	sh(NULL, "podman rm -f -t 0 %s", CONTAINER);
+	tl_sh(NULL, "podman rm -f -t 0 %s 2>&1", CONTAINER);
 	if (CRB[0])
 		tl_aw_req(&W, "DELETE", &GVR_CLUSTERROLEBINDINGS, CRB, NULL, NULL);
 	if (SADIR[0]) {
@@ -150,7 +120,7 @@ Test(image, scratch_small_nonroot_with_package_records)
 	sf_buf out;
 	sf_buf_init(&out, 0);
 	const char *im = image();
-	cr_assert_eq(sh(&out, "podman image inspect %s", im), 0, "%s", out.data);
+	cr_assert_eq(tl_sh(&out, "podman image inspect %s 2>&1", im), 0, "%s", out.data);
 	char err[256] = "";
 	sf_buf js;
 	sf_buf_init(&js, 0);
@@ -186,22 +156,24 @@ Test(image, scratch_small_nonroot_with_package_records)
 	/* the binary in the image is the one built here */
 	char lim[128];
 	ulimits(lim, sizeof(lim));
-	cr_assert_eq(sh(&out, "podman --runtime %s run --rm %s %s --version", runtime(), lim, im),
-	             0, "%s", out.data);
+	cr_assert_eq(
+	    tl_sh(&out, "podman --runtime %s run --rm %s %s --version 2>&1", runtime(), lim, im), 0,
+	    "%s", out.data);
 	char want[128];
 	snprintf(want, sizeof(want), "steadfast %s\n", SF_VERSION);
 	cr_assert(strstr(out.data, want), "--version in the image: %s", out.data);
 
 	/* no shell to run */
-	cr_assert_neq(sh(&out, "podman --runtime %s run --rm %s --entrypoint /bin/sh %s -c true",
-	                 runtime(), lim, im),
+	cr_assert_neq(tl_sh(&out,
+	                    "podman --runtime %s run --rm %s --entrypoint /bin/sh %s -c true 2>&1",
+	                    runtime(), lim, im),
 	              0, "a shell ran in the image: %s", out.data);
 
 	/* the files: the package records, nothing of a distribution besides */
-	cr_assert_eq(sh(&out,
-	                "c=$(podman create %s) && podman export $c | tar -t; rc=$?; "
-	                "podman rm $c >/dev/null; exit $rc",
-	                im),
+	cr_assert_eq(tl_sh(&out,
+	                   "c=$(podman create %s) && podman export $c | tar -t; rc=$?; "
+	                   "podman rm $c >/dev/null; exit $rc 2>&1",
+	                   im),
 	             0, "%s", out.data);
 	static const char *const must[] = {"\nusr/local/bin/steadfast\n",
 	                                   "\netc/passwd\n",
@@ -392,8 +364,8 @@ Test(image, controller_in_a_restricted_container_with_in_cluster_config)
 	/* the process: uid 65532, no capabilities, no_new_privs */
 	sf_buf out;
 	sf_buf_init(&out, 0);
-	cr_assert_eq(sh(&out, "podman inspect --format '{{.State.Pid}}' %s", CONTAINER), 0, "%s",
-	             out.data);
+	cr_assert_eq(tl_sh(&out, "podman inspect --format '{{.State.Pid}}' %s 2>&1", CONTAINER), 0,
+	             "%s", out.data);
 	int pid = atoi(out.data);
 	cr_assert(pid > 1, "container pid %s", out.data);
 	char path[64];
@@ -409,7 +381,7 @@ Test(image, controller_in_a_restricted_container_with_in_cluster_config)
 	cr_assert_str_eq(status_field(st, "\nNoNewPrivs:", v, sizeof(v)), "1");
 	free(st);
 	/* a read-only root: not even root can write into it */
-	cr_assert_neq(sh(&out, "touch /proc/%d/root/usr/local/bin/x", pid), 0,
+	cr_assert_neq(tl_sh(&out, "touch /proc/%d/root/usr/local/bin/x 2>&1", pid), 0,
 	              "wrote into the container's root");
 	cr_assert(strstr(out.data, "Read-only file system"), "%s", out.data);
 
@@ -434,9 +406,7 @@ Test(image, controller_in_a_restricted_container_with_in_cluster_config)
 	tl_aw_admit(&W, "image-job", NULL);
 	tl_aw_wait_phase(&W, "image-job", "Running", 20000);
 	char p[254];
-	tl_aw_wait_pod(&W, "image-job", p, sizeof(p), 20000);
-	tl_aw_kubelet(&W, p, "Running", 0, NULL);
-	tl_aw_wait_cond(&W, "image-job", "PodsReady", "True", 20000);
+	tl_aw_pod_ready(&W, "image-job", p, sizeof(p), 20000);
 	tl_aw_kubelet(&W, p, "Succeeded", 0, NULL);
 	tl_aw_wait_phase(&W, "image-job", "Succeeded", 20000);
 

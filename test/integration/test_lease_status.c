@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "steadfast/client.h"
 #include "steadfast/time.h"
@@ -33,13 +32,13 @@ static int run(const char *ns, const char *name, const char *extra, char *out, s
 	const char *bin = getenv("STEADFAST_BIN") ? getenv("STEADFAST_BIN") : "build/steadfast";
 	snprintf(cmd, sizeof(cmd), "%s lease status --kubeconfig '%s' -n %s --name %s %s", bin,
 	         tl_env("KUBECONFIG"), ns, name, extra);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p, "%s", cmd);
-	size_t len = fread(out, 1, n - 1, p);
-	out[len] = '\0';
-	int st = pclose(p);
-	cr_assert(WIFEXITED(st), "%s did not exit", cmd);
-	return WEXITSTATUS(st);
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	int st = tl_sh(&b, "%s", cmd);
+	cr_assert(st >= 0, "%s did not exit", cmd);
+	snprintf(out, n, "%s", b.data);
+	sf_buf_free(&b);
+	return st;
 }
 
 static void lease(const char *ns, const char *name, const char *holder)

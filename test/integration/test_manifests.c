@@ -1166,9 +1166,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	    arr_has(sf_jv_path(aw, "metadata.finalizers"), "workload.codeflare.dev/finalizer"),
 	    "no finalizer on the running AppWrapper");
 	char pod[254];
-	tl_aw_wait_pod(&W, "rbac-job", pod, sizeof(pod), 20000);
-	tl_aw_kubelet(&W, pod, "Running", 0, NULL);
-	tl_aw_wait_cond(&W, "rbac-job", "PodsReady", "True", 20000);
+	tl_aw_pod_ready(&W, "rbac-job", pod, sizeof(pod), 20000);
 	tl_aw_kubelet(&W, pod, "Succeeded", 0, NULL);
 	tl_aw_wait_phase(&W, "rbac-job", "Succeeded", 20000);
 

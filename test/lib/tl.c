@@ -5,9 +5,11 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "steadfast/log.h"
@@ -300,6 +302,29 @@ void tl_lines_free(tl_lines *l)
 	sf_buf_free(&l->partial);
 	l->lines = NULL;
 	l->n = l->cap = 0;
+}
+
+int tl_sh(sf_buf *out, const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	cr_assert(n > 0 && (size_t)n < sizeof(cmd), "command line too long");
+	FILE *f = popen(cmd, "r");
+	cr_assert(f, "popen %s", cmd);
+	if (out)
+		sf_buf_reset(out);
+	char chunk[4096];
+	size_t got;
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		if (out)
+			cr_assert_eq(sf_buf_append(out, chunk, got), 0, "output of %s", cmd);
+	if (out && !out->data)
+		cr_assert_eq(sf_buf_puts(out, ""), 0);
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 char *tl_mint_token(tl_kube *k, const char *ns, const char *sa)

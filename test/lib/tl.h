@@ -64,6 +64,12 @@ void tl_do(tl_kube *k, const sf_kube_req *req, tl_res *out);
 const char *tl_namespace(tl_kube *k, const char *prefix, char *buf, size_t n);
 /* Deletes a namespace (does not wait for it to go). */
 void tl_namespace_delete(tl_kube *k, const char *ns);
+/* Runs a shell command line (printf-formatted; the caller quotes what
+ * needs it) and keeps its standard output in out (reset first, always
+ * NUL-terminated; NULL discards it). Returns its exit status, or -1 when
+ * it did not exit normally. */
+int tl_sh(sf_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A bearer token for ServiceAccount ns/sa (TokenRequest, valid 1 h), as
  * the kubelet projects one into a pod; the caller frees it. Fails the test
  * unless the API server issues one. */

@@ -704,6 +704,13 @@ void tl_aw_wait_pod(tl_aw_watch *w, const char *aw, char *buf, size_t n, long ti
 	snprintf(buf, n, "%s", p.name);
 }
 
+void tl_aw_pod_ready(tl_aw_watch *w, const char *aw, char *buf, size_t n, long timeout_ms)
+{
+	tl_aw_wait_pod(w, aw, buf, n, timeout_ms);
+	tl_aw_kubelet(w, buf, "Running", 0, NULL);
+	tl_aw_wait_cond(w, aw, "PodsReady", "True", timeout_ms);
+}
+
 static int all_gone(void *ud)
 {
 	const aw_wait *a = ud;

@@ -153,6 +153,11 @@ int tl_aw_labelled(sf_informer *inf, const char *aw);
  * name into buf; after timeout_ms dumps aw and fails the test. */
 void tl_aw_wait_pod(tl_aw_watch *w, const char *aw, char *buf, size_t n, long timeout_ms);
 
+/* Plays the kubelet for the pods of a Running AppWrapper aw with one pod:
+ * waits for it (its name into buf), makes it Running and waits until aw's
+ * PodsReady is True; each wait fails the test after timeout_ms. */
+void tl_aw_pod_ready(tl_aw_watch *w, const char *aw, char *buf, size_t n, long timeout_ms);
+
 /* Waits until no pod and no Job of AppWrapper aw is cached any more; after
  * timeout_ms dumps aw and fails the test. */
 void tl_aw_wait_all_gone(tl_aw_watch *w, const char *aw, long timeout_ms);
