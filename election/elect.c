@@ -228,7 +228,9 @@ static void describe_bad(unsigned bad, char *buf, size_t n)
  * dropped. */
 static void observe(sf_elect *e, sf_obj *obj, const char *rv)
 {
-	if (rv && *rv && e->obs_rv[0] && sf_rv_cmp(rv, e->obs_rv) < 0)
+	int ord;
+	/* (an order only where the versions allow one: sf_rv_order) */
+	if (rv && *rv && e->obs_rv[0] && sf_rv_order(rv, e->obs_rv, &ord) == 0 && ord < 0)
 		return;
 	int64_t now = sf_mono_ns();
 	if (!obj) {

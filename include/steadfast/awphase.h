@@ -105,6 +105,17 @@ typedef struct sf_awp_comp {
 	/* delete results: the last DELETE found nothing (or only a foreign
 	 * object of that name) */
 	int delete_gone;
+	/* The component's kind cannot be resolved now (not served, or
+	 * discovery failed): nothing can be said about whether it exists, so
+	 * no step may treat it as missing or deleted. unresolved_msg says
+	 * why (borrowed). */
+	int unresolved;
+	const char *unresolved_msg;
+	/* Its kind reports its own completion (a Job's Complete, a JobSet's
+	 * Completed, a PyTorchJob's Succeeded): Succeeded then also needs
+	 * complete, pod counts alone are not enough. */
+	int completion_known;
+	int complete;
 } sf_awp_comp;
 
 typedef struct sf_awp_pods {
@@ -133,6 +144,12 @@ typedef struct sf_awp_input {
 	size_t ncomp;
 	const sf_awp_pods *pods;
 	int64_t expected_pods;
+	/* A live (uncached) LIST of the pods, asked for by an
+	 * SF_AWP_ACT_LIST_PODS, and the wall ms it was answered; NULL if none
+	 * since the last step. Only a live list answered after the pods' grace
+	 * expired may turn too few pods into Unhealthy. */
+	const sf_awp_pods *live_pods;
+	int64_t live_pods_ms;
 } sf_awp_input;
 
 /* ---- the plan ---- */
@@ -143,6 +160,7 @@ typedef enum {
 	SF_AWP_ACT_DELETE_FORCE, /* delete component idx with grace period 0 */
 	SF_AWP_ACT_DELETE_PODS,  /* delete every labelled pod with grace period 0 */
 	SF_AWP_ACT_VERIFY,       /* live GET of component idx (missing check) */
+	SF_AWP_ACT_LIST_PODS,    /* live LIST of the labelled pods (too-few-pods check) */
 } sf_awp_act_kind;
 
 typedef struct sf_awp_act {
@@ -177,6 +195,7 @@ typedef struct sf_awp_plan {
 	/* for logs and metrics */
 	const char *why;        /* short reason for the step, static */
 	int suppressed_missing; /* a missing-component suspicion was not acted on */
+	int suppressed_pods;    /* too few cached pods, but a live list found enough */
 	int skipped;            /* managed by another controller */
 } sf_awp_plan;
 

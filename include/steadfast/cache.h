@@ -47,6 +47,15 @@ int sf_cache_key(const char *ns, const char *name, char *buf, size_t cap);
  * revisions are): <0, 0, >0. "" (or NULL) sorts before everything; strings
  * that are not plain digits compare by length, then bytewise. */
 int sf_rv_cmp(const char *a, const char *b);
+/* 1 when rv is a canonical etcd revision: non-empty decimal digits with no
+ * leading zero ("0" itself aside). */
+int sf_rv_canonical(const char *rv);
+/* Orders two resourceVersions *of the same resource* into *out (<0, 0,
+ * >0), or refuses with -EINVAL when either is not canonical: the API only
+ * promises that resourceVersions are opaque, so an ordering is taken only
+ * from the form etcd produces, and never across resources. Callers must not
+ * act on an order they were refused. */
+int sf_rv_order(const char *a, const char *b, int *out);
 
 /* ---- store ---- */
 
@@ -231,6 +240,17 @@ void sf_reflector_stats_get(const sf_reflector *r, sf_reflector_stats *out);
 /* Forces a fresh (quorum) LIST now, replacing the store, then a new watch.
  * -ESHUTDOWN when stopped. */
 int sf_reflector_relist(sf_reflector *r);
+/* Freshness by the clock rather than by resourceVersion (which is only
+ * comparable within one resource): returns 1 when the last applied list
+ * was asked for at or after since_ns (mono), else makes sure one will be -
+ * a watching reflector re-lists now, a listing one lists again once the
+ * list in flight is applied, one waiting out a backoff lists when the
+ * backoff ends - and returns 0 (on_synced reports it). -ESHUTDOWN when
+ * stopped. */
+int sf_reflector_want_fresh(sf_reflector *r, int64_t since_ns);
+/* When (mono ns) the first page of the last applied list was asked for; 0
+ * before the first list. */
+int64_t sf_reflector_list_asked_ns(const sf_reflector *r);
 /* Test hook: ends the current watch and starts the next one from rv
  * (e.g. an old, compacted resourceVersion to provoke 410 Gone). */
 int sf_reflector_rewatch_from(sf_reflector *r, const char *rv);
@@ -283,6 +303,13 @@ const char *sf_informer_last_rv(const sf_informer *inf);
 typedef struct sf_rv_wait sf_rv_wait;
 int sf_informer_wait_rv(sf_informer *inf, const char *rv, void (*cb)(void *ud, int err), void *ud,
                         sf_rv_wait **out);
+/* The same for a list asked at or after since_ns (mono ns): what a new
+ * leader needs from every resource's cache, since resourceVersions of
+ * different resources are not comparable (they may come from different
+ * etcds). Starts that list (sf_reflector_want_fresh) when needed. Returns
+ * 1 if it already holds, 0 if registered, -EINVAL, -ENOMEM, -ESHUTDOWN. */
+int sf_informer_wait_fresh(sf_informer *inf, int64_t since_ns, void (*cb)(void *ud, int err),
+                           void *ud, sf_rv_wait **out);
 /* Cancels a pending wait; its cb is not called. */
 void sf_informer_wait_cancel(sf_rv_wait *w);
 

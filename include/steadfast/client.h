@@ -77,6 +77,12 @@ typedef void (*sf_kube_cb)(void *ud, const sf_kube_result *res);
 /* Error classification (as apimachinery's errors.IsX). */
 int sf_kube_ok(const sf_kube_result *r); /* 2xx */
 int sf_kube_is_not_found(const sf_kube_result *r);
+/* Evidence that the object `name` does not exist: a 404 whose body is a
+ * Status with reason NotFound and details.name == name. Any other 404 (a
+ * plain-text one from a proxy, the "could not find the requested
+ * resource" of a version that is not served) only says that the request
+ * found nothing to answer it: nothing about the object. */
+int sf_kube_is_absent(const sf_kube_result *r, const char *name);
 int sf_kube_is_already_exists(const sf_kube_result *r);
 int sf_kube_is_conflict(const sf_kube_result *r);
 int sf_kube_is_gone(const sf_kube_result *r);    /* 410 Gone */
@@ -201,6 +207,9 @@ void sf_kube_client_cancel_writes(sf_kube_client *c);
 typedef void (*sf_kube_resolve_cb)(void *ud, int err, const char *errmsg, const sf_gvr *gvr);
 int sf_kube_resolve(sf_kube_client *c, const char *api_version, const char *kind,
                     sf_kube_resolve_cb cb, void *ud);
+/* Drops the cached answers for api_version, so the next sf_kube_resolve of
+ * it asks the API server (a version may stop being served). */
+void sf_kube_forget_api_version(sf_kube_client *c, const char *api_version);
 
 typedef struct sf_kube_client_stats {
 	unsigned long requests;   /* sent */

@@ -73,6 +73,8 @@ typedef struct sf_awctl_stats {
 	unsigned long creates, adopted, deletes, status_writes, conflicts;
 	unsigned long missing_suppressed; /* suspicions a live read or grace disproved */
 	unsigned long verifies;           /* live reads made for the missing check */
+	unsigned long pods_suppressed;    /* too few cached pods that a live list disproved */
+	unsigned long pod_lists;          /* live pod lists made before InsufficientPodsReady */
 	unsigned long stale_reads;        /* Running steps where the cache lacked a component */
 	unsigned long events_created, events_aggregated;
 } sf_awctl_stats;

@@ -40,13 +40,21 @@ const sf_gvr SF_GVR_APPWRAPPERS = {"workload.codeflare.dev", "v1beta2", "appwrap
 
 #define LOGGER "appwrapper"
 #define FIELD_MANAGER "steadfast"
-#define KIND_RECHECK_MS 5000
+#define KIND_RECHECK_MS 5000      /* first re-check of a kind not resolved */
+#define KIND_RECHECK_MAX_MS 60000 /* backoff ceiling of those re-checks */
+#define KIND_SUSPECT_MS 1000      /* re-resolve a served kind at most this often */
 #define NOT_READY_RETRY_MS 200
 #define KIND_SYNC_WAIT_MS 10000
 
 /* ---- per component kind: discovery result and informer ---- */
 
-typedef enum { K_RESOLVING, K_READY, K_UNKNOWN, K_ERROR } kind_state;
+/* Discovery states. "Not served" is what the API server itself answered
+ * (a Status NotFound for the group version, or a resource list without
+ * the kind); it is never evidence that an object of the kind is gone
+ * (objects live on under another version), only, once confirmed twice
+ * KIND_RECHECK_MS apart, a reason to refuse a create. "Cannot say" is
+ * every other failure. */
+typedef enum { K_RESOLVING, K_READY, K_NOT_SERVED, K_ERROR } kind_state;
 
 typedef struct kind_ent {
 	struct kind_ent *next;
@@ -54,12 +62,17 @@ typedef struct kind_ent {
 	char *api_version, *kind;
 	kind_state state;
 	char errmsg[256];
-	int64_t checked_ms; /* mono, last resolve answer */
+	int64_t checked_ms;    /* mono, last resolve answer */
+	int resolving;         /* a discovery request is in flight */
+	int not_served_n;      /* not-served answers in a row */
+	int64_t not_served_ms; /* mono, the first of them */
+	int64_t recheck_ms;    /* backoff of the next re-check */
 	char *group, *version, *resource;
 	sf_gvr gvr;
 	sf_informer *inf;
-	int reports_failed; /* Job, PyTorchJob: Failed=True means failed */
-	int64_t started_ms; /* mono, informer start */
+	int reports_failed;        /* Job, PyTorchJob: Failed=True means failed */
+	const char *complete_cond; /* the condition by which it reports completion */
+	int64_t started_ms;        /* mono, informer start */
 } kind_ent;
 
 /* ---- per AppWrapper memory (this term only) ---- */
@@ -84,6 +97,11 @@ typedef struct aw_mem {
 	char written_rv[32];
 	size_t n;
 	comp_mem *comp;
+	/* the last live LIST of the pods (SF_AWP_ACT_LIST_PODS), for the
+	 * next step only */
+	int have_live_pods;
+	sf_awp_pods live_pods;
+	int64_t live_pods_ms; /* wall, when it was answered */
 } aw_mem;
 
 /* ---- requests in flight ---- */
@@ -102,6 +120,7 @@ typedef struct req {
 	int uid_cached; /* uid is the cache's copy's (else a live read's) */
 	char name[254];
 	char uid[64];
+	struct pod_list *pl; /* a live pod LIST's tally (owned) */
 } req;
 
 struct op {
@@ -147,7 +166,6 @@ struct sf_awctl {
 	uint64_t term;
 	int barrier_pending;
 	uint64_t fresh_term; /* the term whose barrier has passed */
-	char barrier_rv[32]; /* what the pending barrier waits for */
 	void (*ready)(void *ud, int err);
 	void *ready_ud;
 	int stopping;
@@ -216,6 +234,13 @@ static aw_mem *mem_get(sf_awctl *c, const char *key, const sf_obj *aw, size_t nc
 
 /* ---- requests ---- */
 
+static void req_free(req *r)
+{
+	if (r)
+		free(r->pl);
+	free(r);
+}
+
 static void req_cb(void *ud, const sf_kube_result *res)
 {
 	req *r = ud;
@@ -227,7 +252,7 @@ static void req_cb(void *ud, const sf_kube_result *res)
 	if (r->next)
 		r->next->prev = r->prev;
 	r->done(r, res);
-	free(r);
+	req_free(r);
 }
 
 static req *req_new(sf_awctl *c, op *o, void (*done)(req *, const sf_kube_result *))
@@ -245,7 +270,7 @@ static req *req_new(sf_awctl *c, op *o, void (*done)(req *, const sf_kube_result
 static int req_started(sf_awctl *c, req *r, int rc)
 {
 	if (rc < 0) {
-		free(r);
+		req_free(r);
 		return rc;
 	}
 	r->next = c->reqs;
@@ -284,47 +309,112 @@ static void enqueue_all(sf_awctl *c)
 		sf_store_each(sf_informer_store(c->aw_inf), enqueue_each, c);
 }
 
+/* The next re-check of a kind that did not resolve: backoff from
+ * KIND_RECHECK_MS, doubling to KIND_RECHECK_MAX_MS. */
+static void kind_backoff(kind_ent *k)
+{
+	k->recheck_ms = k->recheck_ms ? k->recheck_ms * 2 : KIND_RECHECK_MS;
+	if (k->recheck_ms > KIND_RECHECK_MAX_MS)
+		k->recheck_ms = KIND_RECHECK_MAX_MS;
+}
+
 static void on_resolved(void *ud, int err, const char *errmsg, const sf_gvr *gvr)
 {
 	kind_ent *k = ud;
 	sf_awctl *c = k->c;
-	k->checked_ms = mono_ms();
+	int64_t now = mono_ms();
+	k->checked_ms = now;
+	k->resolving = 0;
 	if (c->stopping)
 		return;
 	if (err == 0 && gvr) {
+		int was_ready = k->state == K_READY;
+		k->not_served_n = 0;
+		k->recheck_ms = 0;
+		if (k->inf) {
+			/* served again (same resource: discovery maps a kind of
+			 * an apiVersion to one resource) */
+			k->state = K_READY;
+			if (!was_ready) {
+				sf_log_info(LOGGER, "component kind served again", "apiVersion",
+				            k->api_version, "kind", k->kind, NULL);
+				enqueue_all(c);
+			}
+			return;
+		}
 		k->group = strdup(gvr->group);
 		k->version = strdup(gvr->version);
 		k->resource = strdup(gvr->resource);
 		if (!k->group || !k->version || !k->resource) {
 			k->state = K_ERROR;
 			snprintf(k->errmsg, sizeof(k->errmsg), "out of memory");
+			kind_backoff(k);
 			return;
 		}
 		k->gvr = (sf_gvr){k->group, k->version, k->resource, gvr->namespaced};
 		start_informer_for_kind(k);
+		if (k->state == K_READY && was_ready == 0)
+			enqueue_all(c);
 		return;
 	}
-	k->state = err == -ENOENT ? K_UNKNOWN : K_ERROR;
-	if (err == -ENOENT)
+	if (err == -ENOENT) {
+		if (k->state != K_NOT_SERVED || k->not_served_n == 0) {
+			k->not_served_n = 0;
+			k->not_served_ms = now;
+		}
+		k->not_served_n++;
+		k->state = K_NOT_SERVED;
 		snprintf(k->errmsg, sizeof(k->errmsg),
 		         "no matches for kind \"%s\" in version \"%s\"", k->kind, k->api_version);
-	else
+	} else {
+		/* cannot say: keeps any not-served count (it neither adds
+		 * nor contradicts) */
+		k->state = K_ERROR;
 		snprintf(k->errmsg, sizeof(k->errmsg), "discovery of %s %s failed: %s",
 		         k->api_version, k->kind, errmsg ? errmsg : "");
+	}
+	kind_backoff(k);
 	sf_log_warn(LOGGER, "component kind not available", "apiVersion", k->api_version, "kind",
 	            k->kind, "error", k->errmsg, NULL);
-	enqueue_all(c);
+	/* no fan-out: the AppWrappers that use the kind look again on their
+	 * own schedule (the phase machine's requeue) */
 }
 
-static void resolve_kind(kind_ent *k)
+static void resolve_kind(kind_ent *k, int fresh)
 {
-	k->state = K_RESOLVING;
+	if (k->resolving)
+		return;
+	if (k->state != K_READY)
+		k->state = k->checked_ms ? k->state : K_RESOLVING;
+	if (fresh)
+		sf_kube_forget_api_version(k->c->client, k->api_version);
 	int rc = sf_kube_resolve(k->c->client, k->api_version, k->kind, on_resolved, k);
 	if (rc < 0) {
-		k->state = K_ERROR;
+		if (k->state != K_READY)
+			k->state = K_ERROR;
 		k->checked_ms = mono_ms();
+		kind_backoff(k);
 		snprintf(k->errmsg, sizeof(k->errmsg), "discovery failed: %s", strerror(-rc));
+		return;
 	}
+	k->resolving = 1;
+}
+
+/* A request about a served kind got an answer that is not the API
+ * server's about the object (a plain-text or foreign 404): the kind may no
+ * longer be served. Ask discovery again, at most every KIND_SUSPECT_MS. */
+static void kind_suspect(kind_ent *k)
+{
+	if (k && !k->resolving && mono_ms() - k->checked_ms >= KIND_SUSPECT_MS)
+		resolve_kind(k, 1);
+}
+
+/* 1 when a create of kind k may be refused for good: the API server said
+ * twice, KIND_RECHECK_MS apart, that it does not serve it. */
+static int kind_confirmed_not_served(const kind_ent *k)
+{
+	return k->state == K_NOT_SERVED && k->not_served_n >= 2 &&
+	       k->checked_ms - k->not_served_ms >= KIND_RECHECK_MS;
 }
 
 /* The entry for apiVersion/kind, resolving and starting its informer on
@@ -346,16 +436,22 @@ static kind_ent *kind_get(sf_awctl *c, const char *api_version, const char *kind
 			kind_free(k);
 			return NULL;
 		}
-		k->reports_failed =
-		    (strcmp(api_version, "batch/v1") == 0 && strcmp(kind, "Job") == 0) ||
-		    (strcmp(api_version, "kubeflow.org/v1") == 0 &&
-		     strcmp(kind, "PyTorchJob") == 0);
+		int job = strcmp(api_version, "batch/v1") == 0 && strcmp(kind, "Job") == 0;
+		int pytorch =
+		    strcmp(api_version, "kubeflow.org/v1") == 0 && strcmp(kind, "PyTorchJob") == 0;
+		int jobset = strncmp(api_version, "jobset.x-k8s.io/", 16) == 0 &&
+		             strcmp(kind, "JobSet") == 0;
+		k->reports_failed = job || pytorch;
+		k->complete_cond = job       ? "Complete"
+		                   : jobset  ? "Completed"
+		                   : pytorch ? "Succeeded"
+		                             : NULL;
 		k->next = c->kinds;
 		c->kinds = k;
-		resolve_kind(k);
-	} else if ((k->state == K_UNKNOWN || k->state == K_ERROR) &&
-	           mono_ms() - k->checked_ms > KIND_RECHECK_MS) {
-		resolve_kind(k);
+		resolve_kind(k, 0);
+	} else if ((k->state == K_NOT_SERVED || k->state == K_ERROR) &&
+	           mono_ms() - k->checked_ms >= k->recheck_ms) {
+		resolve_kind(k, 1);
 	}
 	return k;
 }
@@ -422,38 +518,15 @@ static void labelled_delete(void *ud, sf_obj *obj)
 	enqueue_by_label(ud, obj);
 }
 
-/* An informer that (re)synced while a barrier waits but is still behind
- * the Lease write (its list was served before that write): list again,
- * rather than wait for an event or a bookmark. */
-static void catch_up(sf_awctl *c, sf_informer *inf)
-{
-	if (c->barrier_pending > 0 && c->barrier_rv[0] && sf_informer_synced(inf) &&
-	    sf_rv_cmp(sf_informer_last_rv(inf), c->barrier_rv) < 0)
-		sf_reflector_relist(sf_informer_reflector(inf));
-}
-
 static void kind_synced(void *ud)
 {
 	kind_ent *k = ud;
-	catch_up(k->c, k->inf);
 	enqueue_all(k->c);
 }
 
-static void aw_synced(void *ud)
-{
-	sf_awctl *c = ud;
-	catch_up(c, c->aw_inf);
-}
-
-static void pod_synced(void *ud)
-{
-	sf_awctl *c = ud;
-	catch_up(c, c->pod_inf);
-}
-
-static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, aw_synced};
+static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, NULL};
 static const sf_informer_handler labelled_handler = {labelled_add, labelled_update, labelled_delete,
-                                                     pod_synced};
+                                                     NULL};
 
 static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, const char *name,
                         sf_informer **out)
@@ -668,7 +741,7 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 			}
 			set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
 		}
-	} else if (sf_kube_is_not_found(res)) {
+	} else if (sf_kube_is_absent(res, r->name)) {
 		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE,
 		           "component vanished while checking its owner");
 	} else {
@@ -721,7 +794,10 @@ static void create_done(req *r, const sf_kube_result *res)
 	const char *m = res->status && res->status->message[0] ? res->status->message
 	                                                       : (res->errmsg ? res->errmsg : "");
 	snprintf(msg, sizeof(msg), "%s", m);
-	if (sf_kube_is_invalid(res) || sf_kube_is_not_found(res) || res->http_status == 400)
+	if (sf_kube_is_not_found(res) && !res->status->reason[0])
+		kind_suspect(r->k); /* not the API server's answer */
+	if (sf_kube_is_invalid(res) || res->http_status == 400 ||
+	    (sf_kube_is_not_found(res) && res->status->reason[0]))
 		set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
 	else
 		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE, msg);
@@ -738,7 +814,7 @@ static void start_create(op *o, size_t i)
 		set_create(o, i, SF_AWP_CREATE_FATAL, "componentStatus entry without kind");
 		return;
 	}
-	if (k->state == K_UNKNOWN) {
+	if (kind_confirmed_not_served(k)) {
 		set_create(o, i, SF_AWP_CREATE_FATAL, k->errmsg);
 		return;
 	}
@@ -777,7 +853,7 @@ static void verify_done(req *r, const sf_kube_result *res)
 	aw_mem *m = op_mem(o);
 	if (m && r->idx < m->n) {
 		comp_mem *cm = &m->comp[r->idx];
-		if (sf_kube_is_not_found(res)) {
+		if (sf_kube_is_absent(res, r->name)) {
 			cm->live = SF_AWP_LIVE_MISSING;
 			o->results++;
 			sf_log_info(LOGGER, "component confirmed missing by a live read",
@@ -805,6 +881,10 @@ static void verify_done(req *r, const sf_kube_result *res)
 			}
 			o->results++;
 		} else {
+			/* an error, or a 404 that is not the API server's answer
+			 * about this object: cannot say */
+			if (sf_kube_is_not_found(res))
+				kind_suspect(r->k);
 			log_result("live read of a component failed", o, res);
 			o->failed = 1;
 		}
@@ -819,13 +899,9 @@ static void start_verify(op *o, size_t i)
 	aw_mem *m = op_mem(o);
 	if (!k || !m)
 		return;
-	if (k->state == K_UNKNOWN) {
-		/* the kind is gone from discovery: so are its objects */
-		m->comp[i].live = SF_AWP_LIVE_MISSING;
-		o->results++;
-		return;
-	}
 	if (k->state != K_READY) {
+		/* not served is no evidence of absence: the phase machine
+		 * was told the kind is unresolved and does not ask */
 		o->failed = 1;
 		return;
 	}
@@ -851,13 +927,15 @@ static void delete_done(req *r, const sf_kube_result *res)
 			cm->deleted_cached = r->uid_cached;
 			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
 			o->c->st.deletes++;
-		} else if (sf_kube_is_not_found(res) || sf_kube_is_conflict(res)) {
+		} else if (sf_kube_is_absent(res, r->name) || sf_kube_is_conflict(res)) {
 			/* gone, or the name now holds another object (UID
 			 * precondition failed): nothing of ours is left */
 			cm->delete_gone = 1;
 			cm->create = SF_AWP_CREATE_NONE;
 			o->results++;
 		} else {
+			if (sf_kube_is_not_found(res))
+				kind_suspect(r->k);
 			log_result("component delete failed", o, res);
 		}
 	}
@@ -885,7 +963,7 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 		op_req_done(o);
 		return;
 	}
-	if (sf_kube_is_not_found(res) ||
+	if (sf_kube_is_absent(res, r->name) ||
 	    (sf_kube_ok(res) && res->obj && !sf_awc_owned_by(sf_obj_root(res->obj), o->aw->uid))) {
 		m->comp[r->idx].delete_gone = 1;
 		m->comp[r->idx].create = SF_AWP_CREATE_NONE;
@@ -894,6 +972,8 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 		return;
 	}
 	if (!sf_kube_ok(res) || !res->obj) {
+		if (sf_kube_is_not_found(res))
+			kind_suspect(r->k);
 		log_result("reading a component before deleting it failed", o, res);
 		op_req_done(o);
 		return;
@@ -915,12 +995,9 @@ static void start_delete(op *o, size_t i, int force)
 	aw_mem *m = op_mem(o);
 	if (!k || !m)
 		return;
-	if (k->state == K_UNKNOWN) {
-		m->comp[i].delete_gone = 1;
-		o->results++;
-		return;
-	}
 	if (k->state != K_READY) {
+		/* not served: no DELETE can prove anything (the phase machine
+		 * does not ask while the kind is unresolved) */
 		o->failed = 1;
 		return;
 	}
@@ -966,6 +1043,59 @@ typedef struct pod_visit {
 	const char *ns;
 } pod_visit;
 
+/* -- live pod list (before too few pods may reset anything) -- */
+
+typedef struct pod_list {
+	sf_awp_pods pods;
+	sf_aw_settings s;
+} pod_list;
+
+static int pod_list_item(void *ud, sf_obj *pod)
+{
+	req *r = ud;
+	sf_awp_pods_add(&r->pl->pods, sf_obj_root(pod), &r->pl->s);
+	return 0;
+}
+
+static void pod_list_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	aw_mem *m = op_mem(o);
+	if (m && sf_kube_ok(res)) {
+		m->live_pods = r->pl->pods;
+		m->live_pods_ms = wall_ms();
+		m->have_live_pods = 1;
+		o->c->st.pod_lists++;
+		o->results++;
+	} else if (!sf_kube_ok(res)) {
+		log_result("live list of pods failed", o, res);
+		o->failed = 1;
+	}
+	op_req_done(o);
+}
+
+static void start_list_pods(op *o)
+{
+	sf_awctl *c = o->c;
+	req *r = req_new(c, o, pod_list_done);
+	char sel[512];
+	if (r)
+		r->pl = calloc(1, sizeof(*r->pl));
+	if (!r || !r->pl ||
+	    snprintf(sel, sizeof(sel), "%s=%s", SF_AW_LABEL, o->aw->name) >= (int)sizeof(sel)) {
+		req_free(r);
+		o->failed = 1;
+		return;
+	}
+	sf_aw_settings_resolve(&c->cfg, sf_jv_path(sf_obj_root(o->aw), "metadata.annotations"),
+	                       &r->pl->s);
+	sf_kube_list_opts lo = {.label_selector = sel};
+	if (op_track(o, r,
+	             sf_kube_list(c->client, &SF_GVR_PODS, o->aw->ns, &lo, pod_list_item, req_cb, r,
+	                          &r->call)) < 0)
+		o->failed = 1;
+}
+
 static void pod_delete_done(req *r, const sf_kube_result *res)
 {
 	if (!sf_kube_ok(res) && !sf_kube_is_not_found(res) && !sf_kube_is_conflict(res))
@@ -1000,6 +1130,7 @@ static void run_actions(op *o)
 		case SF_AWP_ACT_VERIFY: start_verify(o, a->idx); break;
 		case SF_AWP_ACT_DELETE: start_delete(o, a->idx, 0); break;
 		case SF_AWP_ACT_DELETE_FORCE: start_delete(o, a->idx, 1); break;
+		case SF_AWP_ACT_LIST_PODS: start_list_pods(o); break;
 		case SF_AWP_ACT_DELETE_PODS: {
 			pod_visit v = {o, o->aw->ns};
 			sf_store_index_each(sf_informer_store(c->pod_inf), SF_AW_LABEL, o->aw->name,
@@ -1164,15 +1295,21 @@ static int pod_visit_fn(void *ud, sf_obj *pod)
 	return 0;
 }
 
-static int failed_condition(sf_jv obj)
+/* 1 if obj's status.conditions has `type` with status True. */
+static int cond_true(sf_jv obj, const char *type)
 {
 	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(obj, "status.conditions"));
 	sf_jv cd;
 	while (sf_jv_next(&it, NULL, &cd))
-		if (sf_jv_streq(sf_jv_get(cd, "type"), "Failed") &&
+		if (sf_jv_streq(sf_jv_get(cd, "type"), type) &&
 		    sf_jv_streq(sf_jv_get(cd, "status"), "True"))
 			return 1;
 	return 0;
+}
+
+static int failed_condition(sf_jv obj)
+{
+	return cond_true(obj, "Failed");
 }
 
 /* 1 if componentStatus entry cs already says ResourcesDeployed=True. */
@@ -1209,6 +1346,15 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		kind_ent *k = kind_get(c, api, kind);
 		if (!k || k->state == K_RESOLVING)
 			return 1;
+		if (k->state != K_READY) {
+			/* not served or cannot say: no evidence either way */
+			oc->unresolved = 1;
+			oc->unresolved_msg = k->errmsg;
+			oc->confirmed_ms = cm->confirmed_ms;
+			if (cm->create == SF_AWP_CREATE_RETRYABLE || comp_recorded(cs))
+				cm->create = SF_AWP_CREATE_NONE;
+			continue;
+		}
 		if (k->state == K_READY && !sf_informer_synced(k->inf)) {
 			/* Wait for the first list a while; a kind that cannot be
 			 * listed (no RBAC) is then observed as absent: creates
@@ -1235,6 +1381,9 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 			oc->deleting =
 			    sf_jv_ok(sf_jv_path(sf_obj_root(obj), "metadata.deletionTimestamp"));
 			oc->failed = k->reports_failed && failed_condition(sf_obj_root(obj));
+			oc->completion_known = k->complete_cond != NULL;
+			oc->complete =
+			    k->complete_cond && cond_true(sf_obj_root(obj), k->complete_cond);
 			if (!oc->deleting) {
 				cm->confirmed_ms = wall_ms();
 				cm->live = SF_AWP_LIVE_NONE;
@@ -1295,7 +1444,8 @@ static void process(void *ud, const char *key)
 		op_finish(o);
 		return;
 	}
-	if (m->written_rv[0] && sf_rv_cmp(aw->rv, m->written_rv) < 0) {
+	int ord;
+	if (m->written_rv[0] && sf_rv_order(aw->rv, m->written_rv, &ord) == 0 && ord < 0) {
 		/* our own last write is not in the cache yet: its event will
 		 * bring this key back */
 		op_finish(o);
@@ -1348,7 +1498,10 @@ static void process(void *ud, const char *key)
 	    .ncomp = n,
 	    .pods = &pods,
 	    .expected_pods = expected,
+	    .live_pods = m->have_live_pods ? &m->live_pods : NULL,
+	    .live_pods_ms = m->live_pods_ms,
 	};
+	m->have_live_pods = 0; /* news for this step only */
 	int rc = sf_awp_step(&in, &o->plan, err, sizeof(err));
 	free(comps);
 	if (rc < 0) {
@@ -1357,6 +1510,11 @@ static void process(void *ud, const char *key)
 		o->failed = 1;
 		op_finish(o);
 		return;
+	}
+	if (o->plan.suppressed_pods) {
+		c->st.pods_suppressed++;
+		sf_log_info(LOGGER, "too few pods in the cache, enough in a live list: not acting",
+		            "namespace", aw->ns, "name", aw->name, NULL);
 	}
 	if (o->plan.suppressed_missing)
 		sf_log_debug(LOGGER, "component not in the cache; not acting on it yet",
@@ -1460,7 +1618,9 @@ static void barrier_cb(void *ud, int err)
 	barrier_step(c);
 }
 
-static int barrier_add(sf_awctl *c, sf_informer *inf, const char *rv)
+/* Adds inf to the barrier: synced, and (since_ns > 0) with a list asked
+ * at or after since_ns applied. */
+static int barrier_add(sf_awctl *c, sf_informer *inf, int64_t since_ns)
 {
 	barrier *b = calloc(1, sizeof(*b));
 	if (!b)
@@ -1468,21 +1628,13 @@ static int barrier_add(sf_awctl *c, sf_informer *inf, const char *rv)
 	b->c = c;
 	b->term = c->term;
 	c->barrier_pending++;
-	int rc = sf_informer_wait_rv(inf, rv ? rv : "", barrier_cb, b, NULL);
-	if (rc == 1) {
+	int rc = since_ns > 0 ? sf_informer_wait_fresh(inf, since_ns, barrier_cb, b, NULL)
+	                      : sf_informer_wait_rv(inf, "", barrier_cb, b, NULL);
+	if (rc == 1 || rc < 0) {
 		free(b);
 		c->barrier_pending--;
-		return 0;
+		return rc < 0 ? rc : 0;
 	}
-	if (rc < 0) {
-		free(b);
-		c->barrier_pending--;
-		return rc;
-	}
-	/* behind: a quorum LIST gets there now instead of at the next
-	 * event or bookmark */
-	if (rv && rv[0] && sf_informer_synced(inf))
-		sf_reflector_relist(sf_informer_reflector(inf));
 	return 0;
 }
 
@@ -1491,19 +1643,30 @@ int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err),
 	int rc = 0;
 	if (c->stopping)
 		return -ESHUTDOWN;
+	/* The Lease write was acknowledged before this call: a quorum list
+	 * of each resource asked from now on is served after it. Per
+	 * resource, because resourceVersions compare only within one
+	 * resource (Leases may live on an etcd of their own). */
+	int64_t since = rv ? sf_mono_ns() : 0;
 	c->term++;
 	c->leading = 1;
 	c->ready = ready;
 	c->ready_ud = ud;
 	c->barrier_pending = 1;
-	snprintf(c->barrier_rv, sizeof(c->barrier_rv), "%s", rv ? rv : "");
-	if ((rc = barrier_add(c, c->aw_inf, rv)) == 0 && (rc = barrier_add(c, c->pod_inf, rv)) == 0)
-		for (kind_ent *k = c->kinds; k && rc == 0; k = k->next)
+	if ((rc = barrier_add(c, c->aw_inf, since)) == 0 &&
+	    (rc = barrier_add(c, c->pod_inf, since)) == 0)
+		for (kind_ent *k = c->kinds; k && rc == 0; k = k->next) {
+			if (k->state != K_READY)
+				continue;
 			/* a kind whose informer has not synced (yet, or ever: no
 			 * RBAC for it, CRD gone) must not hold every AppWrapper
-			 * back; when it syncs its list is fresh anyway */
-			if (k->state == K_READY && sf_informer_synced(k->inf))
-				rc = barrier_add(c, k->inf, rv);
+			 * back; it is asked for a fresh list all the same, and
+			 * no destructive step trusts it without a live read */
+			if (sf_informer_synced(k->inf))
+				rc = barrier_add(c, k->inf, since);
+			else if (since)
+				sf_reflector_want_fresh(sf_informer_reflector(k->inf), since);
+		}
 	if (rc < 0) {
 		c->leading = 0;
 		c->ready = NULL;
@@ -1708,6 +1871,14 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out)
 	    "component missing\n"
 	    "# TYPE steadfast_appwrapper_missing_checks_total counter\n"
 	    "steadfast_appwrapper_missing_checks_total %lu\n"
+	    "# HELP steadfast_appwrapper_pods_suppressed_total Steps where too few pods were "
+	    "cached but a live list found enough (no InsufficientPodsReady)\n"
+	    "# TYPE steadfast_appwrapper_pods_suppressed_total counter\n"
+	    "steadfast_appwrapper_pods_suppressed_total %lu\n"
+	    "# HELP steadfast_appwrapper_pod_checks_total Live pod lists made before declaring too "
+	    "few pods ready\n"
+	    "# TYPE steadfast_appwrapper_pod_checks_total counter\n"
+	    "steadfast_appwrapper_pod_checks_total %lu\n"
 	    "# HELP steadfast_appwrapper_components_created_total Components created\n"
 	    "# TYPE steadfast_appwrapper_components_created_total counter\n"
 	    "steadfast_appwrapper_components_created_total %lu\n"
@@ -1724,7 +1895,7 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out)
 	    "steadfast_events_total{outcome=\"created\"} %lu\n"
 	    "steadfast_events_total{outcome=\"aggregated\"} %lu\n"
 	    "steadfast_events_total{outcome=\"failed\"} %lu\n",
-	    c->st.missing_suppressed, c->st.verifies, c->st.creates, c->st.adopted, c->st.conflicts,
-	    es.created, es.aggregated, es.failed);
+	    c->st.missing_suppressed, c->st.verifies, c->st.pods_suppressed, c->st.pod_lists,
+	    c->st.creates, c->st.adopted, c->st.conflicts, es.created, es.aggregated, es.failed);
 	return rc < 0 ? -ENOMEM : 0;
 }

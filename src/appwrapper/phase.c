@@ -48,11 +48,14 @@ static const char *const phase_names[SF_AW_NPHASES] = {
 #define C_PODSREADY "PodsReady"
 #define C_UNHEALTHY "Unhealthy"
 #define C_DELETING "DeletingResources"
+#define R_UNRESOLVED "ComponentStatusUnknown"
 
 #define REQUEUE_DELETE_MS 5000
 #define REQUEUE_RETRY_CREATE_MS 1000
 #define REQUEUE_NOT_READY_MS 5000
 #define REQUEUE_READY_MS 60000
+#define REQUEUE_LIVE_PODS_MS 2000
+#define REQUEUE_UNRESOLVED_MS 5000
 /* A time read back from a condition (whole seconds) may be up to this much
  * earlier than the event it records. */
 #define SECOND_ROUND_UP 999
@@ -403,13 +406,51 @@ static void comp_cond(step *st, size_t i, const char *status, const char *reason
 		note_rc(st, sf_aw_cond_set(cc, C_DEPLOYED, status, reason, "", st->now, 0));
 }
 
+/* Component i's kind cannot be resolved: condition `type` (Unhealthy while
+ * running, DeletingResources while deleting) says that nothing can be said
+ * about the component and that the phase and quota are kept; a Warning
+ * Event when that news is new. */
+static void unresolved_report(step *st, size_t i, const char *type)
+{
+	const sf_awp_comp *c = obs(st, i);
+	const sf_jd *cs = comp_status(st, i);
+	char msg[900];
+	snprintf(msg, sizeof(msg),
+	         "cannot tell whether component %s %s %s exists: %s; keeping phase %s and its "
+	         "quota until the API server can say",
+	         str_or_empty(sf_jd_get(cs, "apiVersion")), str_or_empty(sf_jd_get(cs, "kind")),
+	         str_or_empty(sf_jd_get(cs, "name")),
+	         c->unresolved_msg && c->unresolved_msg[0] ? c->unresolved_msg
+	                                                   : "its kind is not resolved",
+	         sf_aw_phase_name(st->plan->from));
+	int rc;
+	if (strcmp(type, C_UNHEALTHY) == 0)
+		rc = sf_aw_cond_set(st->conds, type, "Unknown", R_UNRESOLVED, msg, st->now, 0);
+	else
+		rc = sf_aw_cond_set(st->conds, type, "True", "DeletionInitiated", msg, st->now, 0);
+	note_rc(st, rc);
+	if (rc > 0)
+		event(st, 1, R_UNRESOLVED, "%s", msg);
+	requeue(st, REQUEUE_UNRESOLVED_MS);
+}
+
+/* Every component's kind resolves again: an Unhealthy=Unknown of ours
+ * goes back to False. */
+static void unresolved_clear(step *st)
+{
+	sf_aw_cond u = get_cond(st, C_UNHEALTHY);
+	if (u.present && strcmp(u.status, "Unknown") == 0 && strcmp(u.reason, R_UNRESOLVED) == 0)
+		cond(st, C_UNHEALTHY, "False", "ComponentStatusKnown", "");
+}
+
 /* upstream's deleteComponents, one pass: returns 1 when every component and
  * every labelled pod is gone. */
 static int delete_components(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
-	int remaining = 0;
-	cond(st, C_DELETING, "True", "DeletionInitiated", "");
+	int remaining = 0, unresolved = 0;
+	if (!sf_aw_cond_true(st->conds, C_DELETING))
+		cond(st, C_DELETING, "True", "DeletionInitiated", "");
 	size_t n = sf_jd_len(st->comps);
 	for (size_t i = 0; i < n; i++) {
 		sf_aw_cond rd;
@@ -418,6 +459,13 @@ static int delete_components(step *st)
 		if (!rd.present || strcmp(rd.status, "False") == 0 ||
 		    (strcmp(rd.status, "Unknown") == 0 && name[0] == 0))
 			continue;
+		if (obs(st, i)->unresolved) {
+			/* no DELETE can be sent and no answer would prove it
+			 * gone: wait, keeping the phase and the quota */
+			unresolved_report(st, i, C_DELETING);
+			remaining = unresolved = 1;
+			continue;
+		}
 		if (obs(st, i)->delete_gone) {
 			/* (upstream's reason, spelling included) */
 			comp_cond(st, i, "False", "CompononetDeleted");
@@ -425,6 +473,12 @@ static int delete_components(step *st)
 		}
 		act(st, SF_AWP_ACT_DELETE, i);
 		remaining = 1;
+	}
+	if (!unresolved) {
+		/* the message of an earlier unresolved pass goes */
+		sf_aw_cond d = get_cond(st, C_DELETING);
+		if (d.present && strcmp(d.reason, "DeletionInitiated") == 0 && d.message[0])
+			cond(st, C_DELETING, "True", "DeletionInitiated", "");
 	}
 	sf_aw_cond del = get_cond(st, C_DELETING);
 	int expired = st->now > del.ltt_ms + s->forceful_deletion_grace_ms;
@@ -523,6 +577,24 @@ static sf_jd *meta_patch_finalizers(step *st, const char *drop, const char *add)
 	return patch;
 }
 
+/* 1 when something says a queue has admitted aw: podSetInfos on a
+ * component (Kueue writes them with suspend=false), a QuotaReserved
+ * condition, or a phase past Empty. */
+static int admission_evidence(sf_jv aw)
+{
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(aw, "spec.components"));
+	sf_jv c;
+	while (sf_jv_next(&it, NULL, &c))
+		if (sf_jv_len(sf_jv_get(c, "podSetInfos")) > 0)
+			return 1;
+	sf_jv_iter ci = sf_jv_iter_init(sf_jv_path(aw, "status.conditions"));
+	sf_jv cd;
+	while (sf_jv_next(&ci, NULL, &cd))
+		if (sf_jv_streq(sf_jv_get(cd, "type"), C_QUOTA))
+			return 1;
+	return sf_aw_phase_parse(sf_jv_path(aw, "status.phase")) > SF_AW_EMPTY;
+}
+
 static void step_empty(step *st)
 {
 	const sf_aw_config *cfg = st->in->cfg;
@@ -543,7 +615,11 @@ static void step_empty(step *st)
 				              : -ENOMEM);
 				has_queue = 1;
 			}
-			if ((has_queue || cfg->manage_jobs_without_queue_name) && !st->suspend) {
+			/* Never undo a queue's decision: an AppWrapper admitted
+			 * before its first reconcile (every replica down, a
+			 * failover window) keeps suspend=false. */
+			if ((has_queue || cfg->manage_jobs_without_queue_name) && !st->suspend &&
+			    !admission_evidence(aw)) {
 				sf_jd *sp = sf_jd_obj_member(patch, "spec");
 				note_rc(st, sp ? sf_jd_set_bool(sp, "suspend", 1) : -ENOMEM);
 			}
@@ -599,6 +675,34 @@ static void step_suspended(step *st)
 	to_phase(st, SF_AW_RESUMING);
 }
 
+/* 1 (with msg naming the field) when component i's template would create
+ * an object other than the one componentStatus[i] tracks: identity
+ * (apiVersion, kind, name) is fixed when componentStatus is first
+ * recorded, whatever later edits of the template say. */
+static int identity_changed(step *st, size_t i, char *msg, size_t n)
+{
+	static const struct {
+		const char *tpl, *cs;
+	} f[] = {{"apiVersion", "apiVersion"}, {"kind", "kind"}, {"metadata.name", "name"}};
+	sf_jv tpl = sf_jv_get(sf_jv_at(sf_jv_path(st->in->aw, "spec.components"), i), "template");
+	const sf_jd *cs = comp_status(st, i);
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+		char want[254] = "", have[254] = "";
+		sf_jv_str(sf_jv_path(tpl, f[k].tpl), have, sizeof(have));
+		snprintf(want, sizeof(want), "%s", str_or_empty(sf_jd_get(cs, f[k].cs)));
+		if (strcmp(want, have) != 0) {
+			snprintf(
+			    msg, n,
+			    "spec.components[%zu].template.%s is \"%s\", but the component "
+			    "was recorded as \"%s\" (status.componentStatus[%zu].%s); a "
+			    "component's apiVersion, kind and name cannot change once recorded",
+			    i, f[k].tpl, have, want, i, f[k].cs);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static void step_resuming(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
@@ -609,6 +713,7 @@ static void step_resuming(step *st)
 	}
 	size_t n = sf_jd_len(st->comps);
 	int creating = 0, fatal = 0;
+	char idmsg[700];
 	const char *errmsg = NULL;
 	size_t err_idx = 0;
 	for (size_t i = 0; i < n && !errmsg; i++) {
@@ -633,6 +738,15 @@ static void step_resuming(step *st)
 			requeue(st, REQUEUE_RETRY_CREATE_MS);
 			creating = 1;
 			continue;
+		}
+		if (identity_changed(st, i, idmsg, sizeof(idmsg))) {
+			/* what would be created is not what is tracked: never
+			 * create it (the old one would be orphaned and the new
+			 * one reported missing) */
+			fatal = 1;
+			errmsg = idmsg;
+			err_idx = i;
+			break;
 		}
 		comp_cond(st, i, "Unknown", "ComponentCreationInitiated");
 		act(st, SF_AWP_ACT_CREATE, i);
@@ -710,11 +824,19 @@ static void step_running(step *st)
 	}
 	size_t n = sf_jd_len(st->comps);
 	int64_t failed = 0;
-	int missing = 0, waiting = 0;
+	int missing = 0, waiting = 0, incomplete = 0;
 	for (size_t i = 0; i < n; i++) {
 		const sf_awp_comp *c = obs(st, i);
+		if (c->unresolved) {
+			/* cannot say whether it exists: keep the phase and the
+			 * quota, and say so */
+			unresolved_report(st, i, C_UNHEALTHY);
+			waiting = 1;
+			continue;
+		}
 		if (c->state == SF_AWP_COMP_PRESENT && !c->deleting) {
 			failed += c->failed ? 1 : 0;
+			incomplete += c->completion_known && !c->complete;
 			continue;
 		}
 		if (c->state == SF_AWP_COMP_PENDING)
@@ -754,6 +876,7 @@ static void step_running(step *st)
 		st->plan->why = "component not in cache; confirming before acting";
 		return;
 	}
+	unresolved_clear(st);
 	if (failed > 0) {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "Found %" PRId64 " failed components", failed);
@@ -764,7 +887,7 @@ static void step_running(step *st)
 		return;
 	}
 	if (pods->succeeded >= st->in->expected_pods &&
-	    pods->pending + pods->running + pods->failed == 0) {
+	    pods->pending + pods->running + pods->failed == 0 && incomplete == 0) {
 		char msg[128];
 		snprintf(msg, sizeof(msg),
 		         "%d pods succeeded and no running, pending, or failed pods",
@@ -811,17 +934,43 @@ static void step_running(step *st)
 	snprintf(detail, sizeof(detail), "%d pods pending; %d pods running; %d pods succeeded",
 	         pods->pending, pods->running, pods->succeeded);
 	clear_cond(st, C_PODSREADY, "InsufficientPodsReady", detail);
+	/* The grace counts from the later of the deployment and the last time
+	 * enough pods were seen (PodsReady turning False): one step with a
+	 * stale pod cache on a long-running AppWrapper must not reset it. */
 	sf_aw_cond rd = get_cond(st, C_DEPLOYED);
+	sf_aw_cond pr = get_cond(st, C_PODSREADY);
+	int64_t from = rd.ltt_ms;
+	if (pr.present && strcmp(pr.status, "False") == 0 &&
+	    strcmp(pr.reason, "InsufficientPodsReady") == 0 && pr.ltt_ms > from)
+		from = pr.ltt_ms;
 	int64_t grace =
 	    ((int64_t)pods->pending + pods->running + pods->succeeded >= st->in->expected_pods)
 	        ? s->warmup_grace_ms
 	        : s->admission_grace_ms;
-	if (st->now < rd.ltt_ms + grace) {
+	if (st->now < from + grace) {
 		st->plan->why = "waiting for pods";
-		int64_t left = rd.ltt_ms + grace - st->now;
+		int64_t left = from + grace - st->now;
 		requeue(st, left < REQUEUE_NOT_READY_MS ? left : REQUEUE_NOT_READY_MS);
 		return;
 	}
+	/* Too few pods in the cache past the grace: confirm with a live list
+	 * answered after the grace expired before anything is reset. */
+	const sf_awp_pods *live = st->in->live_pods;
+	if (!live || st->in->live_pods_ms < from + grace) {
+		act(st, SF_AWP_ACT_LIST_PODS, 0);
+		st->plan->why = "too few pods in the cache; confirming with a live list";
+		requeue(st, REQUEUE_LIVE_PODS_MS);
+		return;
+	}
+	if ((int64_t)live->running + live->succeeded >= st->in->expected_pods) {
+		/* the cache is behind: enough pods exist */
+		st->plan->suppressed_pods = 1;
+		st->plan->why = "too few pods in the cache, enough in a live list";
+		requeue(st, REQUEUE_LIVE_PODS_MS);
+		return;
+	}
+	snprintf(detail, sizeof(detail), "%d pods pending; %d pods running; %d pods succeeded",
+	         live->pending, live->running, live->succeeded);
 	cond(st, C_UNHEALTHY, "True", "InsufficientPodsReady", detail);
 	event(st, 1, C_UNHEALTHY, "InsufficientPodsReady: %s", detail);
 	st->plan->why = "insufficient pods ready";

@@ -4,10 +4,13 @@
  * The store reports every applied change; the informer fans each one out to
  * the registered handlers in registration order, so handlers see the events
  * of one object in the order the API server produced them. It also keeps
- * the freshness waits: a wait is released once the reflector has applied a
- * list and has seen a resourceVersion at or past the one asked for, which
- * is what the leader's barrier needs ("my cache is at least as new as my
- * Lease write") without a fresh LIST per type.
+ * the freshness waits. A resourceVersion wait is released once the
+ * reflector has applied a list and has seen a resourceVersion at or past
+ * the one asked for (of the same resource: versions of different resources
+ * are not comparable). A time wait is released once a list asked at or
+ * after a moment has been applied: that is the leader's barrier ("my
+ * cache of this resource is at least as new as my Lease write"), which
+ * holds whatever etcd each resource lives in.
  */
 #include "steadfast/cache.h"
 
@@ -27,6 +30,7 @@ struct sf_rv_wait {
 	struct sf_rv_wait *prev, *next;
 	void (*cb)(void *ud, int err);
 	void *ud;
+	int64_t since_ns; /* > 0: a wait for a list asked at or after this */
 	char rv[];
 };
 
@@ -78,6 +82,14 @@ static void wait_unlink(sf_rv_wait *w)
 	w->prev = w->next = NULL;
 }
 
+/* 1 when cur is at or past want ("" = any): only an order the two
+ * versions allow counts (sf_rv_order). */
+static int rv_reached(const char *want, const char *cur)
+{
+	int ord;
+	return !want[0] || (sf_rv_order(want, cur, &ord) == 0 && ord <= 0);
+}
+
 /* Releases the waits that are satisfied; a callback may add or cancel
  * waits, so the scan restarts after each one. */
 static void check_waits(sf_informer *inf)
@@ -87,7 +99,8 @@ static void check_waits(sf_informer *inf)
 	const char *cur = sf_reflector_last_rv(inf->refl);
 	for (;;) {
 		sf_rv_wait *w = inf->waits;
-		while (w && sf_rv_cmp(w->rv, cur) > 0)
+		int64_t asked = sf_reflector_list_asked_ns(inf->refl);
+		while (w && (w->since_ns > 0 ? asked < w->since_ns : !rv_reached(w->rv, cur)))
 			w = w->next;
 		if (!w)
 			return;
@@ -273,13 +286,41 @@ int sf_informer_wait_rv(sf_informer *inf, const char *rv, void (*cb)(void *ud, i
 		return -ESHUTDOWN;
 	if (!rv)
 		rv = "";
-	if (sf_reflector_synced(inf->refl) && sf_rv_cmp(rv, sf_reflector_last_rv(inf->refl)) <= 0)
+	if (rv[0] && !sf_rv_canonical(rv))
+		return -EINVAL; /* nothing can be ordered against it */
+	if (sf_reflector_synced(inf->refl) && rv_reached(rv, sf_reflector_last_rv(inf->refl)))
 		return 1;
 	size_t l = strlen(rv);
 	sf_rv_wait *w = calloc(1, sizeof(*w) + l + 1);
 	if (!w)
 		return -ENOMEM;
 	memcpy(w->rv, rv, l + 1);
+	w->inf = inf;
+	w->cb = cb;
+	w->ud = ud;
+	w->next = inf->waits;
+	if (w->next)
+		w->next->prev = w;
+	inf->waits = w;
+	if (out)
+		*out = w;
+	return 0;
+}
+
+int sf_informer_wait_fresh(sf_informer *inf, int64_t since_ns, void (*cb)(void *ud, int err),
+                           void *ud, sf_rv_wait **out)
+{
+	if (!cb || since_ns <= 0)
+		return -EINVAL;
+	if (inf->stopping)
+		return -ESHUTDOWN;
+	int rc = sf_reflector_want_fresh(inf->refl, since_ns);
+	if (rc != 0)
+		return rc;
+	sf_rv_wait *w = calloc(1, sizeof(*w) + 1);
+	if (!w)
+		return -ENOMEM;
+	w->since_ns = since_ns;
 	w->inf = inf;
 	w->cb = cb;
 	w->ud = ud;

@@ -84,8 +84,11 @@ struct sf_reflector {
 	void (*stop_cb)(void *ud);
 	void *stop_ud;
 
-	char *cont;    /* continue token of the list in progress */
-	int list_open; /* a store replace pass is open */
+	char *cont;              /* continue token of the list in progress */
+	int64_t list_begin_ns;   /* mono, first page of the list in progress asked */
+	int64_t applied_list_ns; /* mono, first page of the last applied list asked */
+	int64_t fresh_want_ns;   /* a list asked at or after this is wanted */
+	int list_open;           /* a store replace pass is open */
 	int synced;
 	char *last_rv;    /* newest seen */
 	char *watch_rv;   /* next watch starts here */
@@ -160,7 +163,13 @@ static double rng_unit(sf_reflector *r)
 
 static void advance_rv(sf_reflector *r, const char *rv)
 {
-	if (!rv || !*rv || sf_rv_cmp(rv, r->last_rv) <= 0)
+	int ord;
+	if (!rv || !*rv)
+		return;
+	/* not comparable (opaque form): the newest seen is the latest */
+	if (r->last_rv && r->last_rv[0] && sf_rv_order(rv, r->last_rv, &ord) == 0 && ord <= 0)
+		return;
+	if (r->last_rv && strcmp(rv, r->last_rv) == 0)
 		return;
 	if (set_str(&r->last_rv, rv))
 		return;
@@ -342,6 +351,7 @@ static void list_finish(sf_reflector *r, const char *rv)
 	r->stats.deleted_on_relist += deleted;
 	set_str(&r->watch_rv, rv);
 	r->synced = 1;
+	r->applied_list_ns = r->list_begin_ns;
 	char b1[24], b2[24];
 	sf_log_info(LOGGER, "list applied", "resource", r->name, "resourceVersion", rv, "objects",
 	            num(b1, (long long)sf_store_len(r->store)), "deleted",
@@ -353,8 +363,10 @@ static void list_finish(sf_reflector *r, const char *rv)
 		r->on_synced(r->ud);
 	if (stopping(r))
 		return;
-	if (r->next == NEXT_LIST) {
+	if (r->next == NEXT_LIST || r->fresh_want_ns > r->applied_list_ns) {
+		/* asked for a list newer than this one (sf_reflector_want_fresh) */
 		r->next = NEXT_NONE;
+		r->stats.relists++;
 		list_start(r);
 		return;
 	}
@@ -428,6 +440,7 @@ static void list_start(sf_reflector *r)
 	if (!r->cont) {
 		/* first page: a new replace pass (late events of the old watch
 		 * would only take the store backwards) */
+		r->list_begin_ns = sf_mono_ns();
 		dq_drop(r);
 		sf_store_replace_begin(r->store);
 		r->list_open = 1;
@@ -492,8 +505,10 @@ static void watch_error_event(sf_reflector *r, sf_obj *st)
 static int is_stale(const sf_reflector *r, const sf_obj *obj)
 {
 	const sf_obj *cur = sf_store_get_ns(r->store, obj->ns, obj->name);
+	int ord;
+	/* versions that cannot be ordered are never taken for stale */
 	return cur && cur->uid[0] && strcmp(cur->uid, obj->uid) == 0 &&
-	       sf_rv_cmp(obj->rv, cur->rv) < 0;
+	       sf_rv_order(obj->rv, cur->rv, &ord) == 0 && ord < 0;
 }
 
 static void apply_delete(sf_reflector *r, sf_obj *obj)
@@ -882,6 +897,39 @@ int sf_reflector_relist(sf_reflector *r)
 		return 0;
 	default: return -ESHUTDOWN;
 	}
+}
+
+int sf_reflector_want_fresh(sf_reflector *r, int64_t since_ns)
+{
+	if (stopping(r))
+		return -ESHUTDOWN;
+	if (r->synced && r->applied_list_ns >= since_ns)
+		return 1;
+	if (since_ns > r->fresh_want_ns)
+		r->fresh_want_ns = since_ns;
+	switch (r->state) {
+	case ST_IDLE: return 0; /* its first list comes later */
+	case ST_LISTING:
+		/* a list asked before since_ns is finished first, then
+		 * list_finish lists again: nothing is thrown away */
+		return 0;
+	case ST_WATCHING:
+		interrupt(r, NEXT_LIST); /* counted when the watch has ended */
+		return 0;
+	case ST_WAITING:
+		/* behind the backoff: whatever was due becomes a list, when
+		 * it is due */
+		r->wait_for = NEXT_LIST;
+		free(r->cont);
+		r->cont = NULL;
+		return 0;
+	default: return -ESHUTDOWN;
+	}
+}
+
+int64_t sf_reflector_list_asked_ns(const sf_reflector *r)
+{
+	return r->synced ? r->applied_list_ns : 0;
 }
 
 int sf_reflector_rewatch_from(sf_reflector *r, const char *rv)

@@ -147,6 +147,19 @@ int sf_rv_cmp(const char *a, const char *b)
 	return (c > 0) - (c < 0);
 }
 
+int sf_rv_canonical(const char *rv)
+{
+	return rv && all_digits(rv) && (rv[0] != '0' || rv[1] == '\0');
+}
+
+int sf_rv_order(const char *a, const char *b, int *out)
+{
+	if (!sf_rv_canonical(a) || !sf_rv_canonical(b))
+		return -EINVAL;
+	*out = sf_rv_cmp(a, b);
+	return 0;
+}
+
 const char *sf_delta_type_name(sf_delta_type t)
 {
 	switch (t) {

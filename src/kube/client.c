@@ -238,6 +238,11 @@ int sf_kube_is_not_found(const sf_kube_result *r)
 {
 	return !r->err && (r->http_status == 404 || reason_is(r, "NotFound"));
 }
+int sf_kube_is_absent(const sf_kube_result *r, const char *name)
+{
+	return !r->err && r->http_status == 404 && reason_is(r, "NotFound") && name &&
+	       r->status->details_name && strcmp(r->status->details_name, name) == 0;
+}
 int sf_kube_is_already_exists(const sf_kube_result *r)
 {
 	return !r->err && reason_is(r, "AlreadyExists");
@@ -1041,6 +1046,30 @@ static const resolved *resolved_find(sf_kube_client *c, const char *api_version,
 	return NULL;
 }
 
+static void resolved_free(resolved *r)
+{
+	free(r->api_version);
+	free(r->kind);
+	free(r->group);
+	free(r->version);
+	free(r->resource);
+	free(r);
+}
+
+void sf_kube_forget_api_version(sf_kube_client *c, const char *api_version)
+{
+	resolved **pp = &c->resolved;
+	while (*pp) {
+		resolved *r = *pp;
+		if (strcmp(r->api_version, api_version) == 0) {
+			*pp = r->next;
+			resolved_free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
 static void resolve_deliver(resolve_ctx *x, const resolved *r, int err, const char *msg)
 {
 	if (r) {
@@ -1102,6 +1131,9 @@ static void on_discovery(void *ud, const sf_kube_result *res)
 		         x->kind, x->api_version);
 		resolve_deliver(x, r, -ENOENT, msg);
 	} else if (sf_kube_is_not_found(res)) {
+		/* the group version is not served (kube-apiserver answers that
+		 * with a plain-text 404). Callers must not read this as "its
+		 * objects are gone": see sf_kube_is_absent. */
 		snprintf(msg, sizeof(msg),
 		         "apiVersion %s is not served (is its CRD installed?); kind %s",
 		         x->api_version, x->kind);
@@ -1173,12 +1205,7 @@ static void client_maybe_free(sf_kube_client *c)
 	while (c->resolved) {
 		resolved *r = c->resolved;
 		c->resolved = r->next;
-		free(r->api_version);
-		free(r->kind);
-		free(r->group);
-		free(r->version);
-		free(r->resource);
-		free(r);
+		resolved_free(r);
 	}
 	void (*cb)(void *) = c->close_cb;
 	void *ud = c->close_ud;

@@ -13,6 +13,22 @@
 CLUSTER_MARKER=.steadfast-cluster
 CLUSTER_COMPONENTS="etcd kube-apiserver kube-controller-manager"
 
+# The components of state dir $1: CLUSTER_COMPONENTS, plus etcd-leases when
+# the cluster was started with LEASE_ETCD=true.
+cluster_components() {
+  local c=$CLUSTER_COMPONENTS
+  [ -f "$1/cmd/etcd-leases.args" ] && c="etcd-leases $c"
+  echo "$c"
+}
+
+# The binary a component runs (etcd-leases is a second etcd).
+component_binary() {
+  case $1 in
+    etcd-leases) echo etcd ;;
+    *) echo "$1" ;;
+  esac
+}
+
 cluster_repo_root() {
   (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 }
@@ -44,7 +60,7 @@ pid_is_component() {
   local name=$1 pid=$2 dir=$3 argv0 cmdline
   pid_alive "$pid" || return 1
   argv0=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n1) || return 1
-  [ "$(basename -- "$argv0")" = "$name" ] || return 1
+  [ "$(basename -- "$argv0")" = "$(component_binary "$name")" ] || return 1
   cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
   case $cmdline in *"$dir/"*) return 0 ;; esac
   return 1

@@ -11,6 +11,9 @@
 # On success STATE_DIR/env holds KEY=value lines for the tests (README.md).
 # Running it again while the cluster is up does nothing and exits 0.
 # Environment: WATCH_CACHE=false starts kube-apiserver with --watch-cache=false.
+# LEASE_ETCD=true runs a second etcd for coordination.k8s.io/leases
+# (--etcd-servers-overrides, as large clusters do): Lease resourceVersions
+# then come from another revision counter than everything else's.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +26,7 @@ elapsed() { awk -v ms=$(( $(now_ms) - t0 )) 'BEGIN{printf "%.1fs", ms/1000}'; }
 # Sets $running and $stopped to the components up / not up in $dir.
 survey() {
   running="" stopped=""
-  for c in $CLUSTER_COMPONENTS; do
+  for c in $(cluster_components "$dir"); do
     if component_running "$c" "$dir"; then running="$running $c"; else stopped="$stopped $c"; fi
   done
 }
@@ -169,32 +172,39 @@ issue() {
 }
 
 # ------------------------------------------------------------------------ etcd
+# start_etcd [NAME]: etcd (default) or etcd-leases; sets etcd_url or
+# lease_etcd_url.
 start_etcd() {
+  local name=${1:-etcd} url
   read -r etcd_port peer_port < <(free_ports 2) || true
   [ -n "${peer_port:-}" ] || die "could not find free ports"
-  etcd_url=http://127.0.0.1:$etcd_port
-  save_args etcd "$dir" "$bin/etcd" \
-    --name=steadfast \
-    --data-dir="$dir/etcd" \
-    --listen-client-urls="$etcd_url" \
-    --advertise-client-urls="$etcd_url" \
+  url=http://127.0.0.1:$etcd_port
+  if [ "$name" = etcd ]; then etcd_url=$url; else lease_etcd_url=$url; fi
+  mkdir -p -m 700 "$dir/$name"
+  save_args "$name" "$dir" "$bin/etcd" \
+    --name="steadfast-$name" \
+    --data-dir="$dir/$name" \
+    --listen-client-urls="$url" \
+    --advertise-client-urls="$url" \
     --listen-peer-urls="http://127.0.0.1:$peer_port" \
     --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
-    --initial-cluster="steadfast=http://127.0.0.1:$peer_port" \
+    --initial-cluster="steadfast-$name=http://127.0.0.1:$peer_port" \
     --initial-cluster-state=new \
     --initial-cluster-token="steadfast-$$" \
     --unsafe-no-fsync=true \
     --quota-backend-bytes=$(( 512 * 1024 * 1024 )) \
     --snapshot-count=10000 \
     --log-level=warn
-  start_component etcd "$dir"
+  start_component "$name" "$dir"
 }
 
+# wait_etcd [NAME] [URL]
 wait_etcd() {
+  local name=${1:-etcd} url=${2:-$etcd_url}
   local deadline=$(( $(now_ms) + 20000 ))
   while :; do
-    curl -s --max-time 2 "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"' && return 0
-    component_running etcd "$dir" || return 1
+    curl -s --max-time 2 "$url/health" 2>/dev/null | grep -q '"health":"true"' && return 0
+    component_running "$name" "$dir" || return 1
     [ "$(now_ms)" -lt "$deadline" ] || { log "etcd not healthy after 20s"; return 1; }
     sleep 0.1
   done
@@ -219,6 +229,25 @@ for attempt in 1 2 3; do
   die "etcd failed to start"
 done
 log "etcd healthy ($(elapsed))"
+
+lease_etcd_url=""
+if [ "${LEASE_ETCD:-}" = true ]; then
+  current=etcd-leases
+  for attempt in 1 2 3; do
+    before=$(log_size etcd-leases)
+    start_etcd etcd-leases
+    started="etcd-leases $started"
+    if wait_etcd etcd-leases "$lease_etcd_url"; then break; fi
+    if [ "$attempt" -lt 3 ] && port_clash etcd-leases "$before"; then
+      stop_component etcd-leases "$dir" || true
+      started=${started#etcd-leases }
+      find "$dir/etcd-leases" -mindepth 1 -delete
+      continue
+    fi
+    die "etcd-leases failed to start"
+  done
+  log "etcd for leases healthy on $lease_etcd_url ($(elapsed))"
+fi
 
 # -------------------------------------------------------------- audit policy
 cat >"$dir/audit-policy.yaml" <<'EOF'
@@ -265,6 +294,7 @@ start_apiserver() {
   api_url=https://127.0.0.1:$api_port
   local extra=()
   [ "${WATCH_CACHE:-}" = false ] && extra+=(--watch-cache=false)
+  [ -n "$lease_etcd_url" ] && extra+=("--etcd-servers-overrides=coordination.k8s.io/leases#$lease_etcd_url")
   save_args kube-apiserver "$dir" "$bin/kube-apiserver" \
     --etcd-servers="$etcd_url" \
     --bind-address=127.0.0.1 \
@@ -415,6 +445,7 @@ log "ServiceAccount default/default exists ($(elapsed))"
     "STEADFAST_LOWPRIV_CERT=$pki/lowpriv.crt" \
     "STEADFAST_LOWPRIV_KEY=$pki/lowpriv.key" \
     "STEADFAST_ETCD=$etcd_url" \
+    "STEADFAST_LEASE_ETCD=$lease_etcd_url" \
     "STEADFAST_SA_KEY=$pki/sa.key" \
     "STEADFAST_SA_PUB=$pki/sa.pub" \
     "STEADFAST_SA_ISSUER=https://kubernetes.default.svc" \

@@ -88,6 +88,9 @@ typedef struct snap {
 	sf_awp_pods pods;
 	int64_t expected;
 	int64_t now;
+	int have_live; /* live (a live pod list) answered at live_ms */
+	sf_awp_pods live;
+	int64_t live_ms;
 	sf_awp_plan plan;
 } snap;
 
@@ -109,6 +112,8 @@ static void run(snap *s)
 	    .ncomp = 1,
 	    .pods = &s->pods,
 	    .expected_pods = s->expected ? s->expected : 1,
+	    .live_pods = s->have_live ? &s->live : NULL,
+	    .live_pods_ms = s->live_ms,
 	};
 	cr_assert_eq(sf_awp_step(&in, &s->plan, err, sizeof(err)), 0, "%s", err);
 }
@@ -562,9 +567,24 @@ Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
 	t.pods.pending = 1;
 	t.pods.total = 1;
 	run(&t);
-	cr_assert_str_eq(pphase(&t), "Resetting");
-	cr_assert_str_eq(pcond(&t, "Unhealthy").reason, "InsufficientPodsReady");
+	/* past the grace: first a live list, nothing reset yet */
+	cr_assert(has_act(&t, SF_AWP_ACT_LIST_PODS));
+	cr_assert(t.plan.status == NULL || strcmp(pphase(&t), "Running") == 0);
 	done(&t);
+
+	st = running_status(NOW - 301000, NULL, 0);
+	snap u = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	u.comp[0].state = SF_AWP_COMP_PRESENT;
+	u.pods.pending = 1;
+	u.pods.total = 1;
+	u.have_live = 1;
+	u.live = u.pods;
+	u.live_ms = NOW;
+	run(&u);
+	cr_assert_str_eq(pphase(&u), "Resetting");
+	cr_assert_str_eq(pcond(&u, "Unhealthy").reason, "InsufficientPodsReady");
+	done(&u);
 }
 
 /* Whatever Running sees, it never deletes: only Resetting, Suspending,
@@ -844,4 +864,227 @@ Test(awphase, pods_summary_exit_codes)
 	sf_awp_pods r = {0};
 	sf_awp_pods_add(&r, sf_jv_root(pod, strlen(pod)), &set);
 	cr_assert(r.terminal_failure, "42 is not retryable");
+}
+
+/* ---- evidence on every path ---- */
+
+/* Kueue admitted it before any replica reconciled it (suspend=false with
+ * podSetInfos): the create-time defaults must not suspend it again. */
+Test(awphase, empty_admitted_before_first_reconcile_keeps_suspend_false)
+{
+	char *j = NULL;
+	cr_assert(asprintf(&j,
+	                   "{\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u\","
+	                   "\"labels\":{\"kueue.x-k8s.io/queue-name\":\"q\"}},"
+	                   "\"spec\":{\"suspend\":false,\"components\":[{\"template\":%s,"
+	                   "\"podSetInfos\":[{\"nodeSelector\":{\"a\":\"b\"}}]}]}}",
+	                   JOB_TEMPLATE) > 0);
+	snap s = {.json = j};
+	run(&s);
+	cr_assert_not_null(s.plan.meta_patch);
+	char *p = sf_jd_dump(s.plan.meta_patch);
+	cr_assert(strstr(p, "workload.codeflare.dev/finalizer"), "%s", p);
+	cr_assert_null(strstr(p, "suspend"), "%s", p);
+	free(p);
+	done(&s);
+
+	/* without evidence of admission the default still applies */
+	cr_assert(asprintf(&j,
+	                   "{\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u\","
+	                   "\"labels\":{\"kueue.x-k8s.io/queue-name\":\"q\"}},"
+	                   "\"spec\":{\"suspend\":false,\"components\":[{\"template\":%s}]}}",
+	                   JOB_TEMPLATE) > 0);
+	snap t = {.json = j};
+	run(&t);
+	p = sf_jd_dump(t.plan.meta_patch);
+	cr_assert(strstr(p, "\"suspend\":true"), "%s", p);
+	free(p);
+	done(&t);
+}
+
+/* The template was renamed after componentStatus recorded the component:
+ * never created under the new name, reported naming the field. */
+Test(awphase, resuming_never_creates_a_component_whose_identity_changed)
+{
+	char *st = resuming_status(NOW - 1000, "");
+	char *j = aw_json(FIN, "\"suspend\":false", st);
+	free(st);
+	/* the template says job-b, componentStatus says job-a */
+	char *at = strstr(j, "\"name\":\"job-a\"");
+	cr_assert_not_null(at);
+	at[12] = 'b';
+	snap s = {.json = j};
+	run(&s);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_CREATE));
+	cr_assert_str_eq(pphase(&s), "Failed");
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.reason, "CreateFailed");
+	cr_assert(strstr(u.message, "spec.components[0].template.metadata.name is \"job-b\", but "
+	                            "the component was recorded as \"job-a\""),
+	          "%s", u.message);
+	cr_assert_eq(s.plan.nevents, 1);
+	cr_assert(strstr(s.plan.events[0].message, "template.metadata.name"));
+	done(&s);
+}
+
+/* A kind that cannot be resolved (not served, discovery failing): no live
+ * read is asked for, nothing fails, the quota is kept, and the condition
+ * and a Warning Event say why. */
+Test(awphase, running_with_an_unresolved_kind_keeps_phase_and_quota)
+{
+	char *st = running_status(NOW - 600000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].unresolved = 1;
+	s.comp[0].unresolved_msg = "no matches for kind \"Job\" in version \"batch/v1\"";
+	s.comp[0].live = SF_AWP_LIVE_MISSING; /* even a stale verdict is not used */
+	run(&s);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY));
+	cr_assert_str_eq(pphase(&s), "Running");
+	cr_assert_str_eq(pcond(&s, "QuotaReserved").status, "True");
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.status, "Unknown");
+	cr_assert_str_eq(u.reason, "ComponentStatusUnknown");
+	cr_assert(strstr(u.message, "cannot tell whether component batch/v1 Job job-a exists: no "
+	                            "matches for kind"),
+	          "%s", u.message);
+	cr_assert_eq(s.plan.nevents, 1);
+	cr_assert(s.plan.events[0].warning);
+	cr_assert(s.plan.requeue_ms > 0);
+	done(&s);
+
+	/* resolved again: Unhealthy goes back to False */
+	char *uc = cond_json("Unhealthy", "Unknown", "ComponentStatusUnknown", NOW - 1000);
+	st = running_status(NOW - 600000, uc, 0);
+	free(uc);
+	snap t = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	t.comp[0].state = SF_AWP_COMP_PRESENT;
+	t.pods.running = 1;
+	t.pods.total = 1;
+	run(&t);
+	cr_assert_str_eq(pcond(&t, "Unhealthy").status, "False");
+	cr_assert_str_eq(pphase(&t), "Running");
+	done(&t);
+}
+
+/* Suspending (Kueue's preemption), Resetting and Failed never complete a
+ * deletion they cannot prove: no DELETE is planned for an unresolved kind
+ * and the quota stays reserved. */
+Test(awphase, deletion_with_an_unresolved_kind_waits_and_keeps_quota)
+{
+	const char *phases[] = {"Suspending", "Resetting", "Failed"};
+	for (int i = 0; i < 3; i++) {
+		char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 60000);
+		char *r = cond_json("ResourcesDeployed", "True", "Resuming", NOW - 60000);
+		char *d = cond_json("DeletingResources", "True", "DeletionInitiated", NOW - 600000);
+		char *cr = cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully",
+		                     NOW - 60000);
+		char *all = NULL;
+		cr_assert(asprintf(&all, "%s,%s,%s", q, r, d) > 0);
+		char *st = status_json(phases[i], all, cr, 0);
+		free(q), free(r), free(d), free(cr), free(all);
+		snap s = {.json = aw_json(FIN, i == 0 ? "\"suspend\":true" : "\"suspend\":false", st)};
+		free(st);
+		s.comp[0].unresolved = 1;
+		s.comp[0].unresolved_msg = "discovery of batch/v1 Job failed: 503";
+		s.comp[0].delete_gone = 1; /* a stale verdict is not used either */
+		run(&s);
+		cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE), "%s", phases[i]);
+		cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE_FORCE), "%s", phases[i]);
+		cr_assert_str_eq(pphase(&s), phases[i]);
+		cr_assert_str_eq(pcond(&s, "QuotaReserved").status, "True", "%s", phases[i]);
+		cr_assert_str_eq(pcond(&s, "ResourcesDeployed").status, "True", "%s", phases[i]);
+		sf_aw_cond d2 = pcond(&s, "DeletingResources");
+		cr_assert(strstr(d2.message, "cannot tell whether component batch/v1 Job job-a"),
+		          "%s", d2.message);
+		cr_assert(s.plan.requeue_ms > 0);
+		done(&s);
+	}
+}
+
+/* Pods all succeeded, but the Job has not said Complete (completions 4,
+ * parallelism 2: two pods done, the next two not created yet). */
+Test(awphase, running_succeeds_only_when_a_reporting_component_is_complete)
+{
+	for (int complete = 0; complete < 2; complete++) {
+		char *st = running_status(NOW - 60000, NULL, 0);
+		snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+		free(st);
+		s.comp[0].state = SF_AWP_COMP_PRESENT;
+		s.comp[0].completion_known = 1;
+		s.comp[0].complete = complete;
+		s.pods.succeeded = 2;
+		s.pods.total = 2;
+		s.expected = 2;
+		run(&s);
+		if (complete) {
+			cr_assert_str_eq(pphase(&s), "Succeeded");
+		} else {
+			cr_assert_str_eq(pphase(&s), "Running");
+			cr_assert_str_eq(pcond(&s, "QuotaReserved").status, "True");
+		}
+		done(&s);
+	}
+}
+
+/* Long after deployment, one step sees too few pods (PodsReady True a
+ * moment ago): the grace counts from now, not from the deployment. */
+Test(awphase, running_pods_grace_counts_from_the_last_time_enough_were_seen)
+{
+	char *p = cond_json("PodsReady", "True", "SufficientPodsReady", NOW - 3600000);
+	char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 86400000);
+	char *r = cond_json("ResourcesDeployed", "True", "Resuming", NOW - 86400000);
+	char *u = cond_json("Unhealthy", "False", "Resuming", NOW - 86400000);
+	char *cr =
+	    cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", NOW - 86400000);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s,%s,%s", q, r, p, u) > 0);
+	char *st = status_json("Running", all, cr, 0);
+	free(p), free(q), free(r), free(u), free(cr), free(all);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.pods.pending = 1;
+	s.pods.total = 1;
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Running");
+	sf_aw_cond pr = pcond(&s, "PodsReady");
+	cr_assert_str_eq(pr.status, "False");
+	cr_assert_eq(pr.ltt_ms, NOW);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_LIST_PODS));
+	cr_assert(s.plan.requeue_ms > 0);
+	done(&s);
+
+	/* past that grace, a live list that finds enough pods wins over the
+	 * cache: nothing is reset */
+	char *p2 = cond_json("PodsReady", "False", "InsufficientPodsReady", NOW - 301000);
+	q = cond_json("QuotaReserved", "True", "Resuming", NOW - 86400000);
+	r = cond_json("ResourcesDeployed", "True", "Resuming", NOW - 86400000);
+	u = cond_json("Unhealthy", "False", "Resuming", NOW - 86400000);
+	cr = cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", NOW - 86400000);
+	cr_assert(asprintf(&all, "%s,%s,%s,%s", q, r, p2, u) > 0);
+	char *st2 = status_json("Running", all, cr, 0);
+	free(p2), free(q), free(r), free(u), free(cr), free(all);
+	snap t = {.json = aw_json(FIN, "\"suspend\":false", st2)};
+	free(st), free(st2);
+	t.comp[0].state = SF_AWP_COMP_PRESENT;
+	t.pods.pending = 1;
+	t.pods.total = 1;
+	t.have_live = 1;
+	t.live.running = 1;
+	t.live.total = 1;
+	t.live_ms = NOW;
+	run(&t);
+	cr_assert(t.plan.suppressed_pods);
+	cr_assert(t.plan.status == NULL || strcmp(pphase(&t), "Running") == 0);
+	cr_assert_eq(t.plan.nevents, 0);
+	/* and a live list from before the grace expired does not count */
+	t.live.running = 0;
+	t.live.pending = 1;
+	t.live_ms = NOW - 2000;
+	sf_awp_plan_free(&t.plan);
+	run(&t);
+	cr_assert(has_act(&t, SF_AWP_ACT_LIST_PODS));
+	cr_assert(t.plan.status == NULL || strcmp(pphase(&t), "Running") == 0);
+	done(&t);
 }

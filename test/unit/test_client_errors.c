@@ -139,6 +139,52 @@ Test(client_errors, status_decoding_and_classification)
 	fx_close(&f);
 }
 
+typedef struct absent_res {
+	int done, absent_x, absent_y, not_found;
+} absent_res;
+
+static void absent_cb(void *ud, const sf_kube_result *r)
+{
+	absent_res *a = ud;
+	a->absent_x = sf_kube_is_absent(r, "x");
+	a->absent_y = sf_kube_is_absent(r, "y");
+	a->not_found = sf_kube_is_not_found(r);
+	a->done = 1;
+}
+
+/* Only the API server's Status NotFound naming the object is evidence that
+ * it is gone; a plain-text 404 (kube-apiserver's own for a version that is
+ * not served, or a proxy's), a Status without the name, or one naming
+ * another object say nothing about it. */
+Test(client_errors, only_a_not_found_status_naming_the_object_is_absence)
+{
+	static const fake_resp script[] = {
+		{STATUS_RESP(404, "Not Found", "NotFound", "configmaps \\\"x\\\" not found"), 0},
+		{"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+		 "404 page not found\n", 0},
+		{"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
+		 "\"the server could not find the requested resource\",\"reason\":\"NotFound\","
+		 "\"details\":{},\"code\":404}", 0},
+		{"HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
+		 "<html><body>no route</body></html>", 0},
+	};
+	fx f;
+	fx_open(&f, script, 4, NULL);
+	absent_res a[4];
+	memset(a, 0, sizeof(a));
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", absent_cb, &a[i], NULL), 0);
+		cr_assert_eq(tl_run_until(&f.loop, &a[i].done, 5000), 0);
+		cr_assert(a[i].not_found, "answer %d is a 404", i);
+	}
+	cr_assert(a[0].absent_x);
+	cr_assert_not(a[0].absent_y, "a NotFound naming another object");
+	for (int i = 1; i < 4; i++)
+		cr_assert_not(a[i].absent_x, "answer %d is no evidence of absence", i);
+	fx_close(&f);
+}
+
 /* classification helpers on hand-made results */
 Test(client_errors, classifiers)
 {

@@ -1,0 +1,667 @@
+/*
+ * test_evidence.c - only evidence acts: the paths where a misread could
+ * fail, delete, reset or contradict, each on the real control plane
+ * (kube-apiserver + etcd, kube-controller-manager for Jobs and garbage
+ * collection) with the steadfast binary.
+ *
+ *   - a component whose version stops being served (CRD version switched
+ *     to served: false while its objects live on under another version)
+ *     is not missing: a new leader keeps the AppWrapper Running and its
+ *     quota, says so in Unhealthy=Unknown and a Warning Event; Kueue's
+ *     preemption (suspend) waits instead of "completing" without a
+ *     DELETE; once the version is served again the suspension completes
+ *     for real;
+ *   - an AppWrapper that Kueue admitted while no replica ran is not
+ *     suspended again by the create-time defaults;
+ *   - a Job with completions 4 and parallelism 2 is not Succeeded after
+ *     its first two pods: only once the Job says Complete;
+ *   - a pod replaced long after deployment counts its grace from then,
+ *     not from the deployment: no reset while the new pod starts;
+ *   - a template renamed after admission is never created; the
+ *     AppWrapper fails naming the field, and nothing is orphaned;
+ *   - with Leases on an etcd of their own (their resourceVersions far
+ *     ahead of everything else's), a new leader reconciles at once, with
+ *     one catch-up LIST per resource (audit log).
+ *
+ * Kueue is played (spec.suspend, podSetInfos) because these tests need
+ * the exact moment of admission (while no replica runs, before a
+ * failover); the kubelet is played for pod status.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "steadfast/cache.h"
+#include "steadfast/client.h"
+#include "steadfast/log.h"
+#include "steadfast/time.h"
+#include "tl.h"
+#include "tl_aw.h"
+#include "tl_ctl.h"
+
+static tl_kube K;
+static char NS[64];
+static tl_aw_watch W;
+
+#define ANNOT "workload.codeflare.dev.appwrapper/"
+#define WIDGET_CRD_NAME "widgets.evidence.steadfast.test"
+
+static const sf_gvr WIDGETS_V1 = {"evidence.steadfast.test", "v1", "widgets", 1};
+static const sf_gvr CRDS = {"apiextensions.k8s.io", "v1", "customresourcedefinitions", 0};
+
+static void setup(void)
+{
+	if (getenv("SF_DEBUG"))
+		sf_log_set_level(SF_LOG_DEBUG);
+	else
+		sf_log_set_level(SF_LOG_WARN);
+	tl_kube_open(&K, NULL, NULL);
+	tl_aw_install_crd(&K);
+	tl_namespace(&K, "ev", NS, sizeof(NS));
+	tl_aw_watch_start(&W, &K, NS);
+}
+
+static void teardown(void)
+{
+	tl_ctl_stop_all(&K.loop);
+	tl_aw_watch_stop(&W);
+	tl_namespace_delete(&K, NS);
+	tl_kube_close(&K);
+}
+
+TestSuite(evidence, .init = setup, .fini = teardown, .timeout = 240);
+
+static tl_ctl *controller(const char *id)
+{
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = id};
+	return tl_ctl_start(&K.loop, &o);
+}
+
+static int never(void *ud)
+{
+	(void)ud;
+	return 0;
+}
+
+/* Lets the loop run for ms (informers keep delivering): for pacing a poll
+ * of something no watch reports, never as a wait for an event. */
+static void run_for(long ms)
+{
+	tl_run_until_fn(&K.loop, never, NULL, ms);
+}
+
+static const char *phase_of(const char *name)
+{
+	sf_obj *o = tl_aw_cached(&W, name);
+	static char buf[32];
+	buf[0] = 0;
+	if (o)
+		sf_jv_str(sf_jv_path(sf_obj_root(o), "status.phase"), buf, sizeof(buf));
+	return buf;
+}
+
+typedef struct phase_watch {
+	const char *aw, *phase;
+} phase_watch;
+
+static int phase_left(void *ud)
+{
+	phase_watch *p = ud;
+	return strcmp(phase_of(p->aw), p->phase) != 0;
+}
+
+/* Fails unless AppWrapper aw stays in phase for ms. */
+static void assert_stays(const char *aw, const char *phase, long ms)
+{
+	phase_watch p = {aw, phase};
+	cr_assert_str_eq(phase_of(aw), phase);
+	if (tl_run_until_fn(&K.loop, phase_left, &p, ms) == 0) {
+		tl_aw_dump(&W, aw);
+		cr_assert_fail("%s left %s for %s within %ld ms", aw, phase, phase_of(aw), ms);
+	}
+}
+
+/* ---- 1. a version that is not served is no evidence of absence ---- */
+
+static const char *WIDGET_CRD =
+    "apiVersion: apiextensions.k8s.io/v1\n"
+    "kind: CustomResourceDefinition\n"
+    "metadata:\n"
+    "  name: " WIDGET_CRD_NAME "\n"
+    "spec:\n"
+    "  group: evidence.steadfast.test\n"
+    "  scope: Namespaced\n"
+    "  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}\n"
+    "  versions:\n"
+    "  - name: v1\n"
+    "    served: true\n"
+    "    storage: true\n"
+    "    schema:\n"
+    "      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n"
+    "  - name: v2\n"
+    "    served: true\n"
+    "    storage: false\n"
+    "    schema:\n"
+    "      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n";
+
+static long get_path(const char *path)
+{
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .path = path};
+	tl_do(&K, &q, &r);
+	long st = r.http_status;
+	tl_res_clear(&r);
+	return st;
+}
+
+/* Waits until discovery of evidence.steadfast.test/v2 answers `want`
+ * (200 served, 404 not served), asking every 100 ms. */
+static void wait_v2(long want, long timeout_ms)
+{
+	int64_t deadline = sf_mono_ns() + (int64_t)timeout_ms * 1000000;
+	while (get_path("/apis/evidence.steadfast.test/v2") != want) {
+		cr_assert(sf_mono_ns() < deadline, "v2 discovery never answered %ld", want);
+		run_for(100);
+	}
+}
+
+static void serve_v2(int served)
+{
+	char body[512];
+	snprintf(body, sizeof(body),
+	         "[{\"op\":\"replace\",\"path\":\"/spec/versions/1/served\",\"value\":%s}]",
+	         served ? "true" : "false");
+	tl_res r = {0};
+	sf_kube_req q = {.method = "PATCH",
+	                 .gvr = &CRDS,
+	                 .name = WIDGET_CRD_NAME,
+	                 .body = body,
+	                 .body_len = strlen(body),
+	                 .content_type = "application/json-patch+json"};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "%ld %s", r.http_status, r.message);
+	tl_res_clear(&r);
+	wait_v2(served ? 200 : 404, 30000);
+}
+
+static const char *WIDGET_AW =
+    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "\"name\":\"wid\",\"annotations\":{\"" ANNOT "missingComponentGracePeriodDuration\":\"1s\","
+    "\"" ANNOT "forcefulDeletionGracePeriodDuration\":\"2s\"}},\"spec\":{\"suspend\":false,"
+    "\"components\":[{\"podSets\":[{\"replicas\":1,\"path\":\"template.spec.template\"}],"
+    "\"template\":{\"apiVersion\":\"evidence.steadfast.test/v2\",\"kind\":\"Widget\","
+    "\"metadata\":{\"name\":\"wid-w\"},\"spec\":{\"template\":{\"spec\":{\"containers\":[{"
+    "\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}";
+
+Test(evidence, a_version_not_served_is_no_evidence_of_absence)
+{
+	tl_aw_apply_yaml(&K, NULL, WIDGET_CRD, NULL, NULL);
+	tl_aw_wait_established(&K, WIDGET_CRD_NAME, 30000);
+	wait_v2(200, 30000);
+	tl_ctl *a = controller("first");
+	tl_aw_create(&W, WIDGET_AW);
+	tl_aw_wait_phase(&W, "wid", "Suspended", 20000);
+	tl_aw_admit(&W, "wid", NULL);
+	tl_aw_wait_phase(&W, "wid", "Running", 20000);
+	cr_assert_eq(tl_aw_req(&W, "GET", &WIDGETS_V1, "wid-w", NULL, NULL), 200);
+	/* the Widget's own operator would run its pod: the test makes one */
+	cr_assert_eq(tl_aw_req(&W, "POST", &SF_GVR_PODS, NULL, NULL,
+	                       "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+	                       "\"wid-pod\",\"labels\":{\"workload.codeflare.dev/appwrapper\":"
+	                       "\"wid\"}},\"spec\":{\"containers\":[{\"name\":\"main\","
+	                       "\"image\":\"busybox\"}]}}"),
+	             201);
+	tl_aw_kubelet(&W, "wid-pod", "Running", 0, NULL);
+	tl_aw_wait_cond(&W, "wid", "PodsReady", "True", 20000);
+
+	/* v2 stops being served; the Widget lives on, stored as v1 */
+	serve_v2(0);
+	cr_assert_eq(tl_aw_req(&W, "GET", &WIDGETS_V1, "wid-w", NULL, NULL), 200);
+	/* a new leader that never saw the kind served */
+	tl_ctl_term_released(&K.loop, a, 20000);
+	tl_ctl *b = controller("second");
+	/* well past the missing grace (1 s): still Running, quota kept */
+	assert_stays("wid", "Running", 8000);
+	tl_aw_events ev = tl_aw_wait_event(&W, "wid", "cannot tell whether component", 20000);
+	cr_assert(ev.warning);
+	tl_aw_wait_cond(&W, "wid", "Unhealthy", "Unknown", 10000);
+	char reason[64] = "", msg[1024] = "";
+	tl_aw_cond(&W, "wid", "Unhealthy", reason, msg);
+	cr_assert_str_eq(reason, "ComponentStatusUnknown");
+	cr_assert(strstr(msg, "cannot tell whether component evidence.steadfast.test/v2 Widget "
+	                      "wid-w exists: no matches for kind \"Widget\" in version "
+	                      "\"evidence.steadfast.test/v2\"; keeping phase Running"),
+	          "%s", msg);
+	assert_stays("wid", "Running", 2000);
+	cr_assert_str_eq(tl_aw_cond(&W, "wid", "QuotaReserved", NULL, NULL), "True");
+	cr_assert_eq(tl_aw_req(&W, "GET", &WIDGETS_V1, "wid-w", NULL, NULL), 200);
+
+	/* Kueue preempts: the deletion cannot be proven, so it waits, with
+	 * the quota reserved (past the forceful deletion grace too) */
+	cr_assert_eq(
+	    tl_aw_req(&W, "PATCH", &TL_AW_GVR, "wid", NULL, "{\"spec\":{\"suspend\":true}}"), 200);
+	tl_aw_wait_phase(&W, "wid", "Suspending", 20000);
+	assert_stays("wid", "Suspending", 8000);
+	cr_assert_str_eq(tl_aw_cond(&W, "wid", "QuotaReserved", NULL, NULL), "True");
+	cr_assert_str_eq(tl_aw_cond(&W, "wid", "DeletingResources", reason, msg), "True");
+	cr_assert(strstr(msg, "cannot tell whether component"), "%s", msg);
+	cr_assert_eq(tl_aw_req(&W, "GET", &WIDGETS_V1, "wid-w", NULL, NULL), 200);
+
+	/* served again: the controller's re-check (backoff 5 s, 10 s, ...)
+	 * finds it and the suspension completes with a real DELETE */
+	serve_v2(1);
+	tl_aw_wait_phase(&W, "wid", "Suspended", 60000);
+	cr_assert_str_eq(tl_aw_cond(&W, "wid", "QuotaReserved", NULL, NULL), "False");
+	cr_assert_eq(tl_aw_req(&W, "GET", &WIDGETS_V1, "wid-w", NULL, NULL), 404);
+	cr_assert(tl_ctl_alive(b));
+}
+
+/* ---- 5. Kueue's admission is never undone ---- */
+
+static const char *QUEUED_JOB_AW =
+    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "\"name\":\"%s\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"user-queue\"}},\"spec\":{"
+    "\"suspend\":true,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\",\"kind\":"
+    "\"Job\",\"metadata\":{\"name\":\"%s-job\"},\"spec\":{\"template\":{\"spec\":{"
+    "\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}"
+    "}]}}";
+
+static const char *KUEUE_ADMIT =
+    "{\"spec\":{\"suspend\":false,\"components\":[{\"podSetInfos\":[{\"nodeSelector\":{"
+    "\"pool\":\"a\"},\"labels\":{\"kueue.x-k8s.io/podset\":\"%s-0\"}}],\"template\":{"
+    "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"%s-job\"},\"spec\":{"
+    "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","
+    "\"image\":\"busybox\"}]}}}}}]}}";
+
+Test(evidence, admission_while_no_replica_runs_is_not_undone)
+{
+	char body[4096];
+	const char *names[] = {"adm-a", "adm-b", "adm-c"};
+	int64_t gen[3];
+	/* created as Kueue's webhook leaves them (suspended) and admitted by
+	 * Kueue before any Steadfast replica saw them */
+	for (int i = 0; i < 3; i++) {
+		snprintf(body, sizeof(body), QUEUED_JOB_AW, names[i], names[i]);
+		tl_aw_create(&W, body);
+		snprintf(body, sizeof(body), KUEUE_ADMIT, names[i], names[i]);
+		tl_aw_admit(&W, names[i], body);
+	}
+	for (int i = 0; i < 3; i++) {
+		sf_obj *o = NULL;
+		tl_res r = {0};
+		sf_kube_req q = {.method = "GET", .gvr = &TL_AW_GVR, .ns = NS, .name = names[i]};
+		tl_do(&K, &q, &r);
+		cr_assert_eq(r.http_status, 200);
+		o = r.obj;
+		cr_assert_eq(
+		    sf_jv_int64(sf_jv_path(sf_obj_root(o), "metadata.generation"), &gen[i]), 0);
+		tl_res_clear(&r);
+	}
+	controller("late");
+	for (int i = 0; i < 3; i++) {
+		tl_aw_wait_phase(&W, names[i], "Running", 30000);
+		sf_obj *o = tl_aw_cached(&W, names[i]);
+		int64_t g = 0;
+		sf_jv_int64(sf_jv_path(sf_obj_root(o), "metadata.generation"), &g);
+		cr_assert_eq(g, gen[i],
+		             "%s: spec changed after admission (generation %lld -> %lld)", names[i],
+		             (long long)gen[i], (long long)g);
+		cr_assert_eq(sf_jv_type(sf_jv_path(sf_obj_root(o), "spec.suspend")), SF_JSON_FALSE);
+	}
+	/* and the admission's pod set info reached the pods */
+	char pod[254];
+	tl_aw_wait_pod(&W, "adm-a", pod, sizeof(pod), 20000);
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = &SF_GVR_PODS, .ns = NS, .name = pod};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200);
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(r.obj), "spec.nodeSelector.pool"), "a"));
+	tl_res_clear(&r);
+}
+
+/* ---- 4b. Succeeded needs the component's own completion ---- */
+
+typedef struct fresh_pods {
+	const char *aw;
+	char done[16][254];
+	int ndone;
+	char found[8][254];
+	int n, want;
+} fresh_pods;
+
+static int is_done(const fresh_pods *f, const char *name)
+{
+	for (int i = 0; i < f->ndone; i++)
+		if (strcmp(f->done[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+static int fresh_visit(void *ud, sf_obj *o)
+{
+	fresh_pods *f = ud;
+	sf_jv p = sf_obj_root(o);
+	if (f->n < 8 &&
+	    sf_jv_streq(sf_jv_get(sf_jv_path(p, "metadata.labels"), TL_AW_LABEL), f->aw) &&
+	    !sf_jv_ok(sf_jv_path(p, "metadata.deletionTimestamp")) &&
+	    !sf_jv_streq(sf_jv_path(p, "status.phase"), "Succeeded") &&
+	    !sf_jv_streq(sf_jv_path(p, "status.phase"), "Failed") && !is_done(f, o->name))
+		snprintf(f->found[f->n++], sizeof(f->found[0]), "%s", o->name);
+	return 0;
+}
+
+static int fresh_appeared(void *ud)
+{
+	fresh_pods *f = ud;
+	f->n = 0;
+	sf_store_each(sf_informer_store(W.pods), fresh_visit, f);
+	/* an AppWrapper that left Running ends the wait too */
+	return f->n >= f->want || strcmp(phase_of(f->aw), "Running") != 0;
+}
+
+Test(evidence, job_succeeds_only_when_the_job_is_complete)
+{
+	controller("solo");
+	tl_aw_create(
+	    &W, "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	        "\"metadata\":{\"name\":\"comp4\"},\"spec\":{\"suspend\":false,\"components\":[{"
+	        "\"template\":{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{"
+	        "\"name\":\"comp4-job\"},\"spec\":{\"parallelism\":2,\"completions\":4,"
+	        "\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+	        "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}");
+	tl_aw_wait_phase(&W, "comp4", "Suspended", 20000);
+	tl_aw_admit(&W, "comp4", NULL);
+	tl_aw_wait_phase(&W, "comp4", "Running", 20000);
+	fresh_pods f = {.aw = "comp4", .want = 2};
+	for (int round = 0; round < 2; round++) {
+		/* (ends early when the AppWrapper leaves Running) */
+		cr_assert_eq(tl_run_until_fn(&K.loop, fresh_appeared, &f, 30000), 0,
+		             "round %d: the Job controller made %d new pods", round, f.n);
+		/* the AppWrapper has not ended while pods are still coming */
+		cr_assert_str_eq(phase_of("comp4"), "Running",
+		                 "round %d: %s with %d of 4 completions", round, phase_of("comp4"),
+		                 round * 2);
+		char names[2][254];
+		for (int i = 0; i < 2; i++)
+			memcpy(names[i], f.found[i], sizeof(names[i]));
+		for (int i = 0; i < 2; i++)
+			tl_aw_kubelet(&W, names[i], "Running", 0, NULL);
+		for (int i = 0; i < 2; i++) {
+			tl_aw_kubelet(&W, names[i], "Succeeded", 0, NULL);
+			memcpy(f.done[f.ndone++], names[i], sizeof(f.done[0]));
+		}
+	}
+	tl_aw_wait_phase(&W, "comp4", "Succeeded", 30000);
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = &SF_GVR_JOBS, .ns = NS, .name = "comp4-job"};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200);
+	int64_t succeeded = 0;
+	sf_jv_int64(sf_jv_path(sf_obj_root(r.obj), "status.succeeded"), &succeeded);
+	cr_assert_eq(succeeded, 4, "%s", r.obj->json);
+	tl_res_clear(&r);
+}
+
+/* ---- 4a. too few pods: grace from the last time enough were seen ---- */
+
+Test(evidence, a_pod_replaced_long_after_deployment_does_not_reset)
+{
+	controller("solo");
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"repl\",\"annotations\":{"
+	             "\"" ANNOT "warmupGracePeriodDuration\":\"20s\","
+	             "\"" ANNOT "admissionGracePeriodDuration\":\"20s\"}},\"spec\":{"
+	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
+	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"repl-job\"},\"spec\":{"
+	             "\"backoffLimit\":3,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+	             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}");
+	tl_aw_wait_phase(&W, "repl", "Suspended", 20000);
+	tl_aw_admit(&W, "repl", NULL);
+	tl_aw_wait_phase(&W, "repl", "Running", 20000);
+	char pod[254];
+	tl_aw_pod_ready(&W, "repl", pod, sizeof(pod), 20000);
+	/* long-running: its deployment is older than both graces */
+	assert_stays("repl", "Running", 21000);
+	/* the pod goes (an eviction, a drain); the Job makes a new one */
+	cr_assert_eq(tl_aw_req(&W, "DELETE", &SF_GVR_PODS, pod, NULL, "{\"gracePeriodSeconds\":0}"),
+	             200);
+	fresh_pods f = {.aw = "repl", .want = 1};
+	memcpy(f.done[f.ndone++], pod, sizeof(f.done[0]));
+	cr_assert_eq(tl_run_until_fn(&K.loop, fresh_appeared, &f, 30000), 0, "no replacement pod");
+	/* (the Job controller's failure backoff makes it ~10 s later) it
+	 * starts inside a grace counted from when the pods went short */
+	cr_assert_str_eq(phase_of("repl"), "Running", "reset at once: %s", phase_of("repl"));
+	char fresh[254];
+	snprintf(fresh, sizeof(fresh), "%s", f.found[0]);
+	tl_aw_kubelet(&W, fresh, "Running", 0, NULL);
+	tl_aw_wait_cond(&W, "repl", "PodsReady", "True", 10000);
+	assert_stays("repl", "Running", 3000);
+	sf_obj *o = tl_aw_cached(&W, "repl");
+	int64_t resets = -1;
+	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.resettingCount"), &resets);
+	cr_assert(resets <= 0, "resettingCount %lld", (long long)resets);
+	cr_assert_neq(strcmp(tl_aw_cond(&W, "repl", "Unhealthy", NULL, NULL), "True"), 0);
+}
+
+/* ---- 3. component identity is fixed when first recorded ---- */
+
+Test(evidence, a_renamed_template_is_never_created)
+{
+	controller("solo");
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"ren\",\"annotations\":{"
+	             "\"" ANNOT "retryLimit\":\"2\",\"" ANNOT "failureGracePeriodDuration\":\"0s\","
+	             "\"" ANNOT "retryPausePeriodDuration\":\"0s\"}},\"spec\":{\"suspend\":false,"
+	             "\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+	             "\"metadata\":{\"name\":\"ren-pod\"},\"spec\":{\"restartPolicy\":\"Never\","
+	             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
+	tl_aw_wait_phase(&W, "ren", "Suspended", 20000);
+	tl_aw_admit(&W, "ren", NULL);
+	tl_aw_wait_phase(&W, "ren", "Running", 20000);
+	/* a user renames the template of the running component */
+	cr_assert_eq(tl_aw_req(&W, "PATCH", &TL_AW_GVR, "ren", NULL,
+	                       "{\"spec\":{\"components\":[{\"template\":{\"apiVersion\":\"v1\","
+	                       "\"kind\":\"Pod\",\"metadata\":{\"name\":\"ren-pod-2\"},\"spec\":{"
+	                       "\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","
+	                       "\"image\":\"busybox\"}]}}}]}}"),
+	             200);
+	/* the pod fails: a reset deletes ren-pod and would create the
+	 * template's ren-pod-2 */
+	tl_aw_kubelet(&W, "ren-pod", "Failed", 1, NULL);
+	tl_aw_wait_phase(&W, "ren", "Failed", 30000);
+	char reason[64] = "", msg[1024] = "";
+	cr_assert_str_eq(tl_aw_cond(&W, "ren", "Unhealthy", reason, msg), "True");
+	cr_assert_str_eq(reason, "CreateFailed", "%s: %s", reason, msg);
+	cr_assert(strstr(msg, "spec.components[0].template.metadata.name is \"ren-pod-2\", but the "
+	                      "component was recorded as \"ren-pod\""),
+	          "%s", msg);
+	tl_aw_wait_event(&W, "ren", "template.metadata.name", 10000);
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_PODS, "ren-pod-2", NULL, NULL), 404);
+	tl_aw_wait_cond(&W, "ren", "QuotaReserved", "False", 30000);
+	tl_aw_wait_all_gone(&W, "ren", 30000);
+}
+
+/* ---- 2. freshness per resource: Leases on an etcd of their own ---- */
+
+static sf_obj *get_obj_on(tl_kube *k, const sf_gvr *gvr, const char *ns, const char *name)
+{
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = gvr, .ns = ns, .name = name};
+	tl_do(k, &q, &r);
+	sf_obj *o = r.http_status == 200 ? r.obj : NULL;
+	r.obj = o ? NULL : r.obj;
+	tl_res_clear(&r);
+	return o;
+}
+
+/* The newest resourceVersion of the main etcd, as a quorum LIST of
+ * ConfigMaps reports it. */
+static long long main_rv(tl_kube *k, const char *ns)
+{
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = &SF_GVR_CONFIGMAPS, .ns = ns, .query = "limit=1"};
+	tl_do(k, &q, &r);
+	cr_assert_eq(r.http_status, 200);
+	long long v = atoll(r.list_rv[0] ? r.list_rv : (r.obj ? r.obj->rv : ""));
+	tl_res_clear(&r);
+	cr_assert_gt(v, 0, "no resourceVersion in the list");
+	return v;
+}
+
+static long long patch_lease(tl_kube *k, const char *ns, int i)
+{
+	char body[128];
+	snprintf(body, sizeof(body), "{\"spec\":{\"holderIdentity\":\"bump-%d\"}}", i);
+	tl_res r = {0};
+	sf_kube_req q = {.method = "PATCH",
+	                 .gvr = &SF_GVR_LEASES,
+	                 .ns = ns,
+	                 .name = "bump",
+	                 .body = body,
+	                 .body_len = strlen(body),
+	                 .content_type = "application/merge-patch+json"};
+	tl_do(k, &q, &r);
+	cr_assert_eq(r.http_status, 200, "%ld %s", r.http_status, r.message);
+	long long v = atoll(r.obj->rv);
+	tl_res_clear(&r);
+	return v;
+}
+
+/* Audit lines of the controller's LISTs of `resource`. */
+static int controller_lists(const char *audit, const char *resource)
+{
+	sf_buf out;
+	sf_buf_init(&out, 0);
+	int st =
+	    tl_sh(&out,
+	          "grep -F '\"stage\":\"ResponseComplete\"' '%s' | grep -F '\"verb\":\"list\"' "
+	          "| grep -F 'appwrapper-controller' | grep -cF '\"resource\":\"%s\"'",
+	          audit, resource);
+	int n = st >= 0 ? atoi(out.data ? out.data : "0") : -1;
+	sf_buf_free(&out);
+	return n;
+}
+
+/* A control plane of its own (LEASE_ETCD=true test/cluster/up.sh), stopped
+ * by the suite's fini whatever the outcome. */
+static char SPLIT_DIR[64];
+static tl_kube k2;
+static int k2_open;
+
+static void split_fini(void)
+{
+	char src[4096];
+	if (k2_open) {
+		tl_ctl_stop_all(&k2.loop);
+		tl_kube_close(&k2);
+	}
+	if (SPLIT_DIR[0])
+		tl_sh(NULL, "'%s' '%s' >>'%s.log' 2>&1",
+		      tl_aw_src_path("test/cluster/down.sh", src, sizeof(src)), SPLIT_DIR,
+		      SPLIT_DIR);
+}
+
+TestSuite(lease_etcd, .fini = split_fini, .timeout = 180);
+
+Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
+{
+	if (getenv("SF_DEBUG"))
+		sf_log_set_level(SF_LOG_DEBUG);
+	else
+		sf_log_set_level(SF_LOG_WARN);
+	snprintf(SPLIT_DIR, sizeof(SPLIT_DIR), "/tmp/steadfast-lease-etcd.%d", (int)getpid());
+	char src[4096], kc[256], audit[256];
+	cr_assert_eq(tl_sh(NULL, "LEASE_ETCD=true '%s' '%s' >'%s.log' 2>&1",
+	                   tl_aw_src_path("test/cluster/up.sh", src, sizeof(src)), SPLIT_DIR,
+	                   SPLIT_DIR),
+	             0, "LEASE_ETCD=true up.sh failed: see %s.log", SPLIT_DIR);
+	snprintf(kc, sizeof(kc), "%s/admin.kubeconfig", SPLIT_DIR);
+	snprintf(audit, sizeof(audit), "%s/audit.log", SPLIT_DIR);
+	tl_kube_open(&k2, kc, NULL);
+	k2_open = 1;
+	tl_aw_install_crd(&k2);
+	char ns[64];
+	tl_namespace(&k2, "lease-etcd", ns, sizeof(ns));
+
+	/* Lease resourceVersions run well ahead of everything else's (node
+	 * leases renewing, in a real cluster) */
+	char body[256];
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{"
+	         "\"name\":\"bump\"},\"spec\":{\"holderIdentity\":\"bump\"}}");
+	tl_res r = {0};
+	sf_kube_req q = {.method = "POST",
+	                 .gvr = &SF_GVR_LEASES,
+	                 .ns = ns,
+	                 .body = body,
+	                 .body_len = strlen(body)};
+	tl_do(&k2, &q, &r);
+	cr_assert_eq(r.http_status, 201);
+	tl_res_clear(&r);
+	long long target = main_rv(&k2, ns) + 1500, lrv = patch_lease(&k2, ns, 0);
+	/* puts of a key outside the API server's prefix, one curl process on
+	 * one connection, each a revision of the Lease etcd */
+	if (lrv <= target) {
+		char conf[256];
+		snprintf(conf, sizeof(conf), "%s/bump.curl", SPLIT_DIR);
+		FILE *f = fopen(conf, "w");
+		cr_assert_not_null(f);
+		for (long long i = lrv; i <= target; i++)
+			fprintf(f, "url = \"LEASE_ETCD/v3/kv/put\"\ndata = "
+			           "\"{\\\"key\\\":\\\"YnVtcA==\\\",\\\"value\\\":\\\"eA==\\\"}"
+			           "\"\noutput = \"/dev/null\"\n");
+		fclose(f);
+		cr_assert_eq(
+		    tl_sh(NULL,
+		          ". '%s/env' && sed -i \"s|LEASE_ETCD|$STEADFAST_LEASE_ETCD|\" '%s' && "
+		          "curl -sS --fail -K '%s'",
+		          SPLIT_DIR, conf, conf),
+		    0);
+	}
+	lrv = patch_lease(&k2, ns, 1);
+	cr_assert_gt(lrv, main_rv(&k2, ns) + 1000, "Lease and main revisions did not diverge");
+
+	tl_ctl_opts o = {.ns = ns, .lease = "steadfast-test", .id = "split", .kubeconfig = kc};
+	tl_ctl *c = tl_ctl_start(&k2.loop, &o);
+	if (tl_ctl_wait_log(&k2.loop, c, "\"msg\":\"reconciling\"", 0, 30000) < 0)
+		cr_assert_fail("the leader never started reconciling in 30 s (lease rv %lld, main "
+		               "rv %lld); its LISTs meanwhile: %d of appwrappers, %d of pods",
+		               lrv, main_rv(&k2, ns), controller_lists(audit, "appwrappers"),
+		               controller_lists(audit, "pods"));
+	int64_t t0 = sf_mono_ns();
+	snprintf(
+	    body, sizeof(body),
+	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    "\"metadata\":{\"name\":\"split\"},\"spec\":{\"suspend\":true,\"components\":[]}}");
+	sf_kube_req cq = {
+	    .method = "POST", .gvr = &TL_AW_GVR, .ns = ns, .body = body, .body_len = strlen(body)};
+	tl_do(&k2, &cq, &r);
+	cr_assert_eq(r.http_status, 201);
+	tl_res_clear(&r);
+	/* its first reconcile (defaults, Suspended) comes as fast as ever */
+	int done = 0;
+	while (!done) {
+		sf_obj *aw = get_obj_on(&k2, &TL_AW_GVR, ns, "split");
+		done = aw && sf_jv_streq(sf_jv_path(sf_obj_root(aw), "status.phase"), "Suspended");
+		sf_obj_unref(aw);
+		cr_assert(sf_mono_ns() - t0 < 10 * SF_NSEC_PER_SEC,
+		          "not reconciled within 10 s of leading");
+		if (!done)
+			tl_run_until_fn(&k2.loop, never, NULL, 50);
+	}
+	double s = (double)(sf_mono_ns() - t0) / 1e9;
+	int aw_lists = controller_lists(audit, "appwrappers");
+	int pod_lists = controller_lists(audit, "pods");
+	fprintf(stderr,
+	        "leases on their own etcd (lease rv %lld, main rv %lld): Suspended %.2f s after "
+	        "creation; controller LISTs: %d appwrappers, %d pods\n",
+	        lrv, main_rv(&k2, ns), s, aw_lists, pod_lists);
+	/* the initial list and one catch-up list each */
+	cr_assert(aw_lists >= 1 && aw_lists <= 3, "%d LISTs of appwrappers", aw_lists);
+	cr_assert(pod_lists >= 1 && pod_lists <= 3, "%d LISTs of pods", pod_lists);
+	cr_assert(tl_ctl_alive(c));
+}
