@@ -3,11 +3,12 @@
  * executor that runs the phase machine's plans against the API.
  *
  * Every replica runs the informers (AppWrappers, labelled pods, and one per
- * component kind in use, all selected by the appwrapper label), so a
- * standby holds a warm cache. Only a leader reconciles: sf_awctl_lead
- * first brings every informer to at least the resourceVersion of the
- * leader's Lease write (a quorum re-list for those behind it), then opens
- * the queue; sf_awctl_unlead drops the queue and this term's memory at once.
+ * component kind in use through cache/kinds, all selected by the
+ * appwrapper label), so a standby holds a warm cache. Only a leader
+ * reconciles: sf_awctl_lead first waits until the AppWrapper and pod
+ * informers have each applied a quorum list asked after the Lease write
+ * was acknowledged (sf_barrier), then opens the queue; sf_awctl_unlead
+ * drops the queue and this term's memory at once.
  * Writes go through the client's write gate (the election fence).
  *
  * The controller keeps, per AppWrapper, what only it can know: the creates
@@ -49,10 +50,10 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
                  sf_awctl **out);
 /* Starts the informers (every replica). */
 int sf_awctl_start(sf_awctl *c);
-/* Becomes leader (the election's ready hook): once every cache has
- * reached rv (the Lease write's resourceVersion; NULL = just synced),
- * calls ready(ud, 0); ready(ud, err) if it cannot. Nothing is reconciled
- * before sf_awctl_activate. */
+/* Becomes leader (the election's ready hook, called once the Lease write
+ * rv was acknowledged; NULL = no election, just synced): once the caches
+ * are fresh, calls ready(ud, 0); ready(ud, err) if they cannot be. Nothing
+ * is reconciled before sf_awctl_activate. */
 int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err), void *ud);
 /* Starts reconciling (the fence is open: on_started_leading). -EAGAIN if
  * the barrier of the current term has not passed. */

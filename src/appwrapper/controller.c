@@ -28,9 +28,11 @@
 
 #include "steadfast/awcomp.h"
 #include "steadfast/awphase.h"
+#include "steadfast/barrier.h"
 #include "steadfast/cache.h"
 #include "steadfast/events.h"
 #include "steadfast/jdoc.h"
+#include "steadfast/kinds.h"
 #include "steadfast/log.h"
 #include "steadfast/queue.h"
 #include "steadfast/strmap.h"
@@ -40,40 +42,8 @@ const sf_gvr SF_GVR_APPWRAPPERS = {"workload.codeflare.dev", "v1beta2", "appwrap
 
 #define LOGGER "appwrapper"
 #define FIELD_MANAGER "steadfast"
-#define KIND_RECHECK_MS 5000      /* first re-check of a kind not resolved */
-#define KIND_RECHECK_MAX_MS 60000 /* backoff ceiling of those re-checks */
-#define KIND_SUSPECT_MS 1000      /* re-resolve a served kind at most this often */
 #define NOT_READY_RETRY_MS 200
 #define KIND_SYNC_WAIT_MS 10000
-
-/* ---- per component kind: discovery result and informer ---- */
-
-/* Discovery states. "Not served" is what the API server itself answered
- * (a Status NotFound for the group version, or a resource list without
- * the kind); it is never evidence that an object of the kind is gone
- * (objects live on under another version), only, once confirmed twice
- * KIND_RECHECK_MS apart, a reason to refuse a create. "Cannot say" is
- * every other failure. */
-typedef enum { K_RESOLVING, K_READY, K_NOT_SERVED, K_ERROR } kind_state;
-
-typedef struct kind_ent {
-	struct kind_ent *next;
-	sf_awctl *c;
-	char *api_version, *kind;
-	kind_state state;
-	char errmsg[256];
-	int64_t checked_ms;    /* mono, last resolve answer */
-	int resolving;         /* a discovery request is in flight */
-	int not_served_n;      /* not-served answers in a row */
-	int64_t not_served_ms; /* mono, the first of them */
-	int64_t recheck_ms;    /* backoff of the next re-check */
-	char *group, *version, *resource;
-	sf_gvr gvr;
-	sf_informer *inf;
-	int reports_failed;        /* Job, PyTorchJob: Failed=True means failed */
-	const char *complete_cond; /* the condition by which it reports completion */
-	int64_t started_ms;        /* mono, informer start */
-} kind_ent;
 
 /* ---- per AppWrapper memory (this term only) ---- */
 
@@ -115,7 +85,7 @@ typedef struct req {
 	sf_kube_call *call;
 	void (*done)(struct req *r, const sf_kube_result *res);
 	size_t idx;
-	kind_ent *k;
+	sf_kind *k;
 	int force;
 	int uid_cached; /* uid is the cache's copy's (else a live read's) */
 	char name[254];
@@ -141,11 +111,6 @@ struct op {
 static const double buckets[NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                          0.5,   1,    2.5,   5,    10,  60};
 
-typedef struct barrier {
-	sf_awctl *c;
-	uint64_t term;
-} barrier;
-
 struct sf_awctl {
 	uv_loop_t *loop;
 	sf_kube_client *client;
@@ -155,7 +120,7 @@ struct sf_awctl {
 	long fault_delay_ms;
 	sf_informer *aw_inf;
 	sf_informer *pod_inf;
-	kind_ent *kinds;
+	sf_kinds *kinds; /* component kinds: every replica, from the AppWrapper informer */
 	sf_queue *queue;
 	sf_events *events;
 	sf_strmap *mem;
@@ -164,7 +129,7 @@ struct sf_awctl {
 	int started;
 	int leading;
 	uint64_t term;
-	int barrier_pending;
+	sf_barrier *barrier; /* this term's, while it waits */
 	uint64_t fresh_term; /* the term whose barrier has passed */
 	void (*ready)(void *ud, int err);
 	void *ready_ud;
@@ -182,7 +147,6 @@ struct sf_awctl {
 };
 
 static void enqueue_key(sf_awctl *c, const char *key);
-static void start_informer_for_kind(kind_ent *k);
 
 static int64_t mono_ms(void)
 {
@@ -282,19 +246,6 @@ static int req_started(sf_awctl *c, req *r, int rc)
 
 /* ---- kinds ---- */
 
-static void kind_free(kind_ent *k)
-{
-	if (!k)
-		return;
-	sf_informer_free(k->inf);
-	free(k->api_version);
-	free(k->kind);
-	free(k->group);
-	free(k->version);
-	free(k->resource);
-	free(k);
-}
-
 static int enqueue_each(void *ud, sf_obj *obj)
 {
 	char key[512];
@@ -309,156 +260,30 @@ static void enqueue_all(sf_awctl *c)
 		sf_store_each(sf_informer_store(c->aw_inf), enqueue_each, c);
 }
 
-/* The next re-check of a kind that did not resolve: backoff from
- * KIND_RECHECK_MS, doubling to KIND_RECHECK_MAX_MS. */
-static void kind_backoff(kind_ent *k)
+/* What the controller knows of a kind's own status reports. */
+static int kind_reports_failed(const sf_kind *k)
 {
-	k->recheck_ms = k->recheck_ms ? k->recheck_ms * 2 : KIND_RECHECK_MS;
-	if (k->recheck_ms > KIND_RECHECK_MAX_MS)
-		k->recheck_ms = KIND_RECHECK_MAX_MS;
+	const char *a = sf_kind_api_version(k), *n = sf_kind_name(k);
+	return (strcmp(a, "batch/v1") == 0 && strcmp(n, "Job") == 0) ||
+	       (strcmp(a, "kubeflow.org/v1") == 0 && strcmp(n, "PyTorchJob") == 0);
 }
 
-static void on_resolved(void *ud, int err, const char *errmsg, const sf_gvr *gvr)
+/* The condition by which kind k reports its own completion, or NULL. */
+static const char *kind_complete_cond(const sf_kind *k)
 {
-	kind_ent *k = ud;
-	sf_awctl *c = k->c;
-	int64_t now = mono_ms();
-	k->checked_ms = now;
-	k->resolving = 0;
-	if (c->stopping)
-		return;
-	if (err == 0 && gvr) {
-		int was_ready = k->state == K_READY;
-		k->not_served_n = 0;
-		k->recheck_ms = 0;
-		if (k->inf) {
-			/* served again (same resource: discovery maps a kind of
-			 * an apiVersion to one resource) */
-			k->state = K_READY;
-			if (!was_ready) {
-				sf_log_info(LOGGER, "component kind served again", "apiVersion",
-				            k->api_version, "kind", k->kind, NULL);
-				enqueue_all(c);
-			}
-			return;
-		}
-		k->group = strdup(gvr->group);
-		k->version = strdup(gvr->version);
-		k->resource = strdup(gvr->resource);
-		if (!k->group || !k->version || !k->resource) {
-			k->state = K_ERROR;
-			snprintf(k->errmsg, sizeof(k->errmsg), "out of memory");
-			kind_backoff(k);
-			return;
-		}
-		k->gvr = (sf_gvr){k->group, k->version, k->resource, gvr->namespaced};
-		start_informer_for_kind(k);
-		if (k->state == K_READY && was_ready == 0)
-			enqueue_all(c);
-		return;
-	}
-	if (err == -ENOENT) {
-		if (k->state != K_NOT_SERVED || k->not_served_n == 0) {
-			k->not_served_n = 0;
-			k->not_served_ms = now;
-		}
-		k->not_served_n++;
-		k->state = K_NOT_SERVED;
-		snprintf(k->errmsg, sizeof(k->errmsg),
-		         "no matches for kind \"%s\" in version \"%s\"", k->kind, k->api_version);
-	} else {
-		/* cannot say: keeps any not-served count (it neither adds
-		 * nor contradicts) */
-		k->state = K_ERROR;
-		snprintf(k->errmsg, sizeof(k->errmsg), "discovery of %s %s failed: %s",
-		         k->api_version, k->kind, errmsg ? errmsg : "");
-	}
-	kind_backoff(k);
-	sf_log_warn(LOGGER, "component kind not available", "apiVersion", k->api_version, "kind",
-	            k->kind, "error", k->errmsg, NULL);
-	/* no fan-out: the AppWrappers that use the kind look again on their
-	 * own schedule (the phase machine's requeue) */
+	const char *a = sf_kind_api_version(k), *n = sf_kind_name(k);
+	if (strcmp(a, "batch/v1") == 0 && strcmp(n, "Job") == 0)
+		return "Complete";
+	if (strncmp(a, "jobset.x-k8s.io/", 16) == 0 && strcmp(n, "JobSet") == 0)
+		return "Completed";
+	if (strcmp(a, "kubeflow.org/v1") == 0 && strcmp(n, "PyTorchJob") == 0)
+		return "Succeeded";
+	return NULL;
 }
 
-static void resolve_kind(kind_ent *k, int fresh)
+static int kind_served(const sf_kind *k)
 {
-	if (k->resolving)
-		return;
-	if (k->state != K_READY)
-		k->state = k->checked_ms ? k->state : K_RESOLVING;
-	if (fresh)
-		sf_kube_forget_api_version(k->c->client, k->api_version);
-	int rc = sf_kube_resolve(k->c->client, k->api_version, k->kind, on_resolved, k);
-	if (rc < 0) {
-		if (k->state != K_READY)
-			k->state = K_ERROR;
-		k->checked_ms = mono_ms();
-		kind_backoff(k);
-		snprintf(k->errmsg, sizeof(k->errmsg), "discovery failed: %s", strerror(-rc));
-		return;
-	}
-	k->resolving = 1;
-}
-
-/* A request about a served kind got an answer that is not the API
- * server's about the object (a plain-text or foreign 404): the kind may no
- * longer be served. Ask discovery again, at most every KIND_SUSPECT_MS. */
-static void kind_suspect(kind_ent *k)
-{
-	if (k && !k->resolving && mono_ms() - k->checked_ms >= KIND_SUSPECT_MS)
-		resolve_kind(k, 1);
-}
-
-/* 1 when a create of kind k may be refused for good: the API server said
- * twice, KIND_RECHECK_MS apart, that it does not serve it. */
-static int kind_confirmed_not_served(const kind_ent *k)
-{
-	return k->state == K_NOT_SERVED && k->not_served_n >= 2 &&
-	       k->checked_ms - k->not_served_ms >= KIND_RECHECK_MS;
-}
-
-/* The entry for apiVersion/kind, resolving and starting its informer on
- * first use, and re-checking a kind that was unknown a while ago. */
-static kind_ent *kind_get(sf_awctl *c, const char *api_version, const char *kind)
-{
-	kind_ent *k;
-	for (k = c->kinds; k; k = k->next)
-		if (strcmp(k->api_version, api_version) == 0 && strcmp(k->kind, kind) == 0)
-			break;
-	if (!k) {
-		k = calloc(1, sizeof(*k));
-		if (!k)
-			return NULL;
-		k->c = c;
-		k->api_version = strdup(api_version);
-		k->kind = strdup(kind);
-		if (!k->api_version || !k->kind) {
-			kind_free(k);
-			return NULL;
-		}
-		int job = strcmp(api_version, "batch/v1") == 0 && strcmp(kind, "Job") == 0;
-		int pytorch =
-		    strcmp(api_version, "kubeflow.org/v1") == 0 && strcmp(kind, "PyTorchJob") == 0;
-		int jobset = strncmp(api_version, "jobset.x-k8s.io/", 16) == 0 &&
-		             strcmp(kind, "JobSet") == 0;
-		k->reports_failed = job || pytorch;
-		k->complete_cond = job       ? "Complete"
-		                   : jobset  ? "Completed"
-		                   : pytorch ? "Succeeded"
-		                             : NULL;
-		k->next = c->kinds;
-		c->kinds = k;
-		resolve_kind(k, 0);
-	} else if ((k->state == K_NOT_SERVED || k->state == K_ERROR) &&
-	           mono_ms() - k->checked_ms >= k->recheck_ms) {
-		resolve_kind(k, 1);
-	}
-	return k;
-}
-
-static int kind_ready(const kind_ent *k)
-{
-	return k->state == K_READY && sf_informer_synced(k->inf);
+	return sf_kind_get_state(k) == SF_KIND_SERVED && sf_kind_gvr(k);
 }
 
 /* ---- informer handlers ---- */
@@ -480,14 +305,60 @@ static void enqueue_by_label(sf_awctl *c, const sf_obj *obj)
 		enqueue_key(c, key);
 }
 
+#define MAX_TRACKED 64 /* kinds one AppWrapper can make the registry watch */
+
+static int add_pair(char (*api)[256], char (*kind)[128], size_t *n, sf_jv av, sf_jv kv)
+{
+	if (*n == MAX_TRACKED || sf_jv_str(av, api[*n], sizeof(api[0])) <= 0 ||
+	    sf_jv_str(kv, kind[*n], sizeof(kind[0])) <= 0)
+		return 0;
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(api[i], api[*n]) == 0 && strcmp(kind[i], kind[*n]) == 0)
+			return 0;
+	(*n)++;
+	return 1;
+}
+
+/* Every replica: the kinds an AppWrapper uses (recorded in componentStatus,
+ * and its templates') are watched, so a standby's component caches are as
+ * warm as the leader's. */
+static void track_kinds(sf_awctl *c, const sf_obj *obj)
+{
+	static char api[MAX_TRACKED][256], kind[MAX_TRACKED][128];
+	const char *pairs[2 * MAX_TRACKED];
+	char key[512];
+	size_t n = 0;
+	if (sf_cache_key(obj->ns, obj->name, key, sizeof(key)) <= 0)
+		return;
+	sf_jv root = sf_obj_root(obj);
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(root, "status.componentStatus"));
+	sf_jv v;
+	while (sf_jv_next(&it, NULL, &v))
+		add_pair(api, kind, &n, sf_jv_get(v, "apiVersion"), sf_jv_get(v, "kind"));
+	it = sf_jv_iter_init(sf_jv_path(root, "spec.components"));
+	while (sf_jv_next(&it, NULL, &v)) {
+		sf_jv t = sf_jv_get(v, "template");
+		add_pair(api, kind, &n, sf_jv_get(t, "apiVersion"), sf_jv_get(t, "kind"));
+	}
+	for (size_t i = 0; i < n; i++) {
+		pairs[2 * i] = api[i];
+		pairs[2 * i + 1] = kind[i];
+	}
+	if (sf_kinds_track(c->kinds, key, pairs, n) < 0)
+		sf_log_error(LOGGER, "cannot track component kinds: out of memory", "namespace",
+		             obj->ns, "name", obj->name, NULL);
+}
+
 static void aw_add(void *ud, sf_obj *obj)
 {
+	track_kinds(ud, obj);
 	enqueue_each(ud, obj);
 }
 
 static void aw_update(void *ud, sf_obj *old, sf_obj *new_obj)
 {
 	(void)old;
+	track_kinds(ud, new_obj);
 	enqueue_each(ud, new_obj);
 }
 
@@ -497,6 +368,7 @@ static void aw_delete(void *ud, sf_obj *obj)
 	char key[512];
 	if (sf_cache_key(obj->ns, obj->name, key, sizeof(key)) > 0) {
 		void *m = NULL;
+		sf_kinds_untrack(c->kinds, key);
 		if (sf_strmap_remove(c->mem, key, &m) == 0)
 			mem_free(m);
 	}
@@ -518,10 +390,17 @@ static void labelled_delete(void *ud, sf_obj *obj)
 	enqueue_by_label(ud, obj);
 }
 
-static void kind_synced(void *ud)
+/* A kind became usable: its owners look again (only they). */
+static void enqueue_owner(void *ud, const char *key)
 {
-	kind_ent *k = ud;
-	enqueue_all(k->c);
+	enqueue_key(ud, key);
+}
+
+static void kind_ready(void *ud, sf_kind *k)
+{
+	sf_awctl *c = ud;
+	if (c->leading)
+		sf_kinds_each_owner(c->kinds, k, enqueue_owner, c);
 }
 
 static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, NULL};
@@ -545,31 +424,6 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	o.label_indexes = selector ? label_idx : NULL;
 	o.controller_index = selector != NULL;
 	return sf_informer_new(c->loop, c->client, &o, out);
-}
-
-static void start_informer_for_kind(kind_ent *k)
-{
-	sf_awctl *c = k->c;
-	static const sf_informer_handler h = {labelled_add, labelled_update, labelled_delete, NULL};
-	sf_informer_handler hs = {.on_synced = kind_synced};
-	int rc = informer_for(c, &k->gvr, SF_AW_LABEL, k->resource, &k->inf);
-	if (rc == 0)
-		rc = sf_informer_add_handler(k->inf, &h, c);
-	if (rc == 0)
-		rc = sf_informer_add_handler(k->inf, &hs, k);
-	if (rc == 0)
-		rc = sf_informer_start(k->inf);
-	if (rc < 0) {
-		k->state = K_ERROR;
-		k->checked_ms = mono_ms();
-		snprintf(k->errmsg, sizeof(k->errmsg), "cannot watch %s: %s", k->resource,
-		         strerror(-rc));
-		return;
-	}
-	k->state = K_READY;
-	k->started_ms = mono_ms();
-	sf_log_info(LOGGER, "watching component kind", "apiVersion", k->api_version, "kind",
-	            k->kind, "resource", k->resource, NULL);
 }
 
 /* ---- metrics helpers ---- */
@@ -636,7 +490,7 @@ static void comp_name(op *o, size_t i, char *buf, size_t n);
 
 /* A request about component i (its index, kind and name filled in); NULL
  * with o failed on -ENOMEM. */
-static req *comp_req(op *o, size_t i, kind_ent *k, void (*done)(req *, const sf_kube_result *))
+static req *comp_req(op *o, size_t i, sf_kind *k, void (*done)(req *, const sf_kube_result *))
 {
 	req *r = req_new(o->c, o, done);
 	if (!r) {
@@ -667,14 +521,14 @@ static void log_result(const char *what, const op *o, const sf_kube_result *res)
 	            sf_kube_result_str(res, buf, sizeof(buf)), NULL);
 }
 
-static kind_ent *comp_kind(op *o, size_t i)
+static sf_kind *comp_kind(op *o, size_t i)
 {
 	sf_jv cs = sf_jv_at(sf_jv_path(sf_obj_root(o->aw), "status.componentStatus"), i);
 	char api[256], kind[128];
 	if (sf_jv_str(sf_jv_get(cs, "apiVersion"), api, sizeof(api)) <= 0 ||
 	    sf_jv_str(sf_jv_get(cs, "kind"), kind, sizeof(kind)) <= 0)
 		return NULL;
-	return kind_get(o->c, api, kind);
+	return sf_kinds_get(o->c->kinds, api, kind);
 }
 
 static void comp_name(op *o, size_t i, char *buf, size_t n)
@@ -733,11 +587,11 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 				snprintf(msg, sizeof(msg),
 				         "%s %s exists, but is controlled by %s %s, not by this "
 				         "AppWrapper",
-				         r->k->kind, r->name, okind, oname);
+				         sf_kind_name(r->k), r->name, okind, oname);
 			} else {
 				snprintf(msg, sizeof(msg),
 				         "%s %s exists, but is not controlled by this AppWrapper",
-				         r->k->kind, r->name);
+				         sf_kind_name(r->k), r->name);
 			}
 			set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
 		}
@@ -774,7 +628,7 @@ static void create_done(req *r, const sf_kube_result *res)
 		}
 		c->st.creates++;
 		sf_log_info(LOGGER, "component created", "namespace", o->aw->ns, "name",
-		            o->aw->name, "kind", r->k->kind, "component", r->name, NULL);
+		            o->aw->name, "kind", sf_kind_name(r->k), "component", r->name, NULL);
 		set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
 		op_req_done(o);
 		return;
@@ -784,8 +638,8 @@ static void create_done(req *r, const sf_kube_result *res)
 		 * the API server, not the cache */
 		req *g = comp_req(o, r->idx, r->k, adopt_get_done);
 		if (g && op_track(o, g,
-		                  sf_kube_get(c->client, &r->k->gvr, o->aw->ns, g->name, req_cb, g,
-		                              &g->call)) < 0)
+		                  sf_kube_get(c->client, sf_kind_gvr(r->k), o->aw->ns, g->name,
+		                              req_cb, g, &g->call)) < 0)
 			o->failed = 1;
 		op_req_done(o);
 		return;
@@ -795,7 +649,7 @@ static void create_done(req *r, const sf_kube_result *res)
 	                                                       : (res->errmsg ? res->errmsg : "");
 	snprintf(msg, sizeof(msg), "%s", m);
 	if (sf_kube_is_not_found(res) && !res->status->reason[0])
-		kind_suspect(r->k); /* not the API server's answer */
+		sf_kind_suspect(r->k); /* not the API server's answer */
 	if (sf_kube_is_invalid(res) || res->http_status == 400 ||
 	    (sf_kube_is_not_found(res) && res->status->reason[0]))
 		set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
@@ -808,19 +662,19 @@ static void create_done(req *r, const sf_kube_result *res)
 static void start_create(op *o, size_t i)
 {
 	sf_awctl *c = o->c;
-	kind_ent *k = comp_kind(o, i);
+	sf_kind *k = comp_kind(o, i);
 	char err[512];
 	if (!k) {
 		set_create(o, i, SF_AWP_CREATE_FATAL, "componentStatus entry without kind");
 		return;
 	}
-	if (kind_confirmed_not_served(k)) {
-		set_create(o, i, SF_AWP_CREATE_FATAL, k->errmsg);
+	if (sf_kind_confirmed_not_served(k)) {
+		set_create(o, i, SF_AWP_CREATE_FATAL, sf_kind_error(k));
 		return;
 	}
-	if (k->state != K_READY) {
+	if (!kind_served(k)) {
 		set_create(o, i, SF_AWP_CREATE_RETRYABLE,
-		           k->errmsg[0] ? k->errmsg : "kind not resolved yet");
+		           sf_kind_error(k)[0] ? sf_kind_error(k) : "kind not resolved yet");
 		return;
 	}
 	sf_jd *obj = NULL;
@@ -840,7 +694,8 @@ static void start_create(op *o, size_t i)
 		return;
 	}
 	if (op_track(o, r,
-	             sf_kube_create(c->client, &k->gvr, o->aw->ns, body, req_cb, r, &r->call)) < 0)
+	             sf_kube_create(c->client, sf_kind_gvr(k), o->aw->ns, body, req_cb, r,
+	                            &r->call)) < 0)
 		o->failed = 1;
 	free(body);
 }
@@ -884,7 +739,7 @@ static void verify_done(req *r, const sf_kube_result *res)
 			/* an error, or a 404 that is not the API server's answer
 			 * about this object: cannot say */
 			if (sf_kube_is_not_found(res))
-				kind_suspect(r->k);
+				sf_kind_suspect(r->k);
 			log_result("live read of a component failed", o, res);
 			o->failed = 1;
 		}
@@ -895,11 +750,11 @@ static void verify_done(req *r, const sf_kube_result *res)
 static void start_verify(op *o, size_t i)
 {
 	sf_awctl *c = o->c;
-	kind_ent *k = comp_kind(o, i);
+	sf_kind *k = comp_kind(o, i);
 	aw_mem *m = op_mem(o);
 	if (!k || !m)
 		return;
-	if (k->state != K_READY) {
+	if (!kind_served(k)) {
 		/* not served is no evidence of absence: the phase machine
 		 * was told the kind is unresolved and does not ask */
 		o->failed = 1;
@@ -910,7 +765,8 @@ static void start_verify(op *o, size_t i)
 		return;
 	c->st.verifies++;
 	if (op_track(o, r,
-	             sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call)) < 0)
+	             sf_kube_get(c->client, sf_kind_gvr(k), o->aw->ns, r->name, req_cb, r,
+	                         &r->call)) < 0)
 		o->failed = 1;
 }
 
@@ -935,7 +791,7 @@ static void delete_done(req *r, const sf_kube_result *res)
 			o->results++;
 		} else {
 			if (sf_kube_is_not_found(res))
-				kind_suspect(r->k);
+				sf_kind_suspect(r->k);
 			log_result("component delete failed", o, res);
 		}
 	}
@@ -950,9 +806,9 @@ static int send_delete(op *o, req *r)
 	sf_kube_delete_opts d = {
 	    .propagation = "Background", .precond_uid = r->uid, .grace_seconds = r->force ? 0 : -1};
 	r->done = delete_done;
-	return op_track(
-	    o, r,
-	    sf_kube_delete(c->client, &r->k->gvr, o->aw->ns, r->name, &d, req_cb, r, &r->call));
+	return op_track(o, r,
+	                sf_kube_delete(c->client, sf_kind_gvr(r->k), o->aw->ns, r->name, &d, req_cb,
+	                               r, &r->call));
 }
 
 static void delete_lookup_done(req *r, const sf_kube_result *res)
@@ -973,7 +829,7 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 	}
 	if (!sf_kube_ok(res) || !res->obj) {
 		if (sf_kube_is_not_found(res))
-			kind_suspect(r->k);
+			sf_kind_suspect(r->k);
 		log_result("reading a component before deleting it failed", o, res);
 		op_req_done(o);
 		return;
@@ -991,11 +847,11 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 static void start_delete(op *o, size_t i, int force)
 {
 	sf_awctl *c = o->c;
-	kind_ent *k = comp_kind(o, i);
+	sf_kind *k = comp_kind(o, i);
 	aw_mem *m = op_mem(o);
 	if (!k || !m)
 		return;
-	if (k->state != K_READY) {
+	if (!kind_served(k)) {
 		/* not served: no DELETE can prove anything (the phase machine
 		 * does not ask while the kind is unresolved) */
 		o->failed = 1;
@@ -1005,10 +861,11 @@ static void start_delete(op *o, size_t i, int force)
 	if (!r)
 		return;
 	r->force = force;
-	sf_obj *cached =
-	    kind_ready(k) ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, r->name) : NULL;
+	sf_obj *cached = sf_kind_ready(k) ? sf_store_get_ns(sf_informer_store(sf_kind_informer(k)),
+	                                                    o->aw->ns, r->name)
+	                                  : NULL;
 	comp_mem *cm = &m->comp[i];
-	if (!cached && kind_ready(k) && cm->deleted_uid[0] && cm->deleted_cached) {
+	if (!cached && sf_kind_ready(k) && cm->deleted_uid[0] && cm->deleted_cached) {
 		/* we deleted the cache's copy and the cache has dropped it:
 		 * gone, without asking the API server again */
 		free(r);
@@ -1031,8 +888,9 @@ static void start_delete(op *o, size_t i, int force)
 		rc = send_delete(o, r);
 	} else {
 		/* not in the cache: ask the API server who holds the name */
-		rc = op_track(
-		    o, r, sf_kube_get(c->client, &k->gvr, o->aw->ns, r->name, req_cb, r, &r->call));
+		rc = op_track(o, r,
+		              sf_kube_get(c->client, sf_kind_gvr(k), o->aw->ns, r->name, req_cb, r,
+		                          &r->call));
 	}
 	if (rc < 0)
 		o->failed = 1;
@@ -1343,24 +1201,27 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		    sf_jv_str(sf_jv_get(cs, "kind"), kind, sizeof(kind)) <= 0 ||
 		    sf_jv_str(sf_jv_get(cs, "name"), name, sizeof(name)) <= 0)
 			continue;
-		kind_ent *k = kind_get(c, api, kind);
-		if (!k || k->state == K_RESOLVING)
+		sf_kind *k = sf_kinds_get(c->kinds, api, kind);
+		if (!k || sf_kind_get_state(k) == SF_KIND_RESOLVING)
 			return 1;
-		if (k->state != K_READY) {
+		if (!kind_served(k)) {
 			/* not served or cannot say: no evidence either way */
 			oc->unresolved = 1;
-			oc->unresolved_msg = k->errmsg;
+			oc->unresolved_msg = sf_kind_error(k);
 			oc->confirmed_ms = cm->confirmed_ms;
 			if (cm->create == SF_AWP_CREATE_RETRYABLE || comp_recorded(cs))
 				cm->create = SF_AWP_CREATE_NONE;
 			continue;
 		}
-		if (k->state == K_READY && !sf_informer_synced(k->inf)) {
+		sf_informer *kinf = sf_kind_informer(k);
+		if (!kinf)
+			return 1; /* (tracked from the AppWrapper informer: starting) */
+		if (!sf_informer_synced(kinf)) {
 			/* Wait for the first list a while; a kind that cannot be
 			 * listed (no RBAC) is then observed as absent: creates
 			 * and live reads report the real error, and an absent
 			 * component never fails anything without a live read. */
-			if (mono_ms() - k->started_ms < KIND_SYNC_WAIT_MS)
+			if (mono_ms() - sf_kind_started_ms(k) < KIND_SYNC_WAIT_MS)
 				return 1;
 			oc->state = SF_AWP_COMP_ABSENT;
 			oc->confirmed_ms = cm->confirmed_ms;
@@ -1368,9 +1229,7 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 				cm->create = SF_AWP_CREATE_NONE;
 			continue;
 		}
-		sf_obj *obj = k->state == K_READY
-		                  ? sf_store_get_ns(sf_informer_store(k->inf), o->aw->ns, name)
-		                  : NULL;
+		sf_obj *obj = sf_store_get_ns(sf_informer_store(kinf), o->aw->ns, name);
 		if (obj && cm->deleted_uid[0] && strcmp(obj->uid, cm->deleted_uid) == 0) {
 			/* the incarnation we deleted, not yet gone from the cache:
 			 * it must not count as the component */
@@ -1380,10 +1239,10 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 			oc->state = SF_AWP_COMP_PRESENT;
 			oc->deleting =
 			    sf_jv_ok(sf_jv_path(sf_obj_root(obj), "metadata.deletionTimestamp"));
-			oc->failed = k->reports_failed && failed_condition(sf_obj_root(obj));
-			oc->completion_known = k->complete_cond != NULL;
-			oc->complete =
-			    k->complete_cond && cond_true(sf_obj_root(obj), k->complete_cond);
+			const char *cc = kind_complete_cond(k);
+			oc->failed = kind_reports_failed(k) && failed_condition(sf_obj_root(obj));
+			oc->completion_known = cc != NULL;
+			oc->complete = cc && cond_true(sf_obj_root(obj), cc);
 			if (!oc->deleting) {
 				cm->confirmed_ms = wall_ms();
 				cm->live = SF_AWP_LIVE_NONE;
@@ -1563,6 +1422,21 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    (rc = sf_events_new(loop, client, &eo, &c->events)) < 0)
 		goto fail;
 	sf_queue_shutdown(c->queue, NULL, NULL); /* opened by lead */
+	static const char *const label_idx[] = {SF_AW_LABEL, NULL};
+	sf_kinds_opts ko = {
+	    .ns = c->ns,
+	    .label_selector = SF_AW_LABEL,
+	    .label_indexes = label_idx,
+	    .controller_index = 1,
+	    .strip_managed_fields = 1,
+	    .fault_event_delay_max_ms = c->fault_delay_ms,
+	    .handler = &labelled_handler,
+	    .handler_ud = c,
+	    .on_ready = kind_ready,
+	    .ud = c,
+	};
+	if ((rc = sf_kinds_new(loop, client, &ko, &c->kinds)) < 0)
+		goto fail;
 	if ((rc = informer_for(c, &SF_GVR_APPWRAPPERS, NULL, "appwrappers", &c->aw_inf)) < 0 ||
 	    (rc = informer_for(c, &SF_GVR_PODS, SF_AW_LABEL, "pods", &c->pod_inf)) < 0 ||
 	    (rc = sf_informer_add_handler(c->aw_inf, &aw_handler, c)) < 0 ||
@@ -1580,62 +1454,27 @@ int sf_awctl_start(sf_awctl *c)
 	int rc;
 	if (c->started)
 		return -EALREADY;
-	if ((rc = sf_informer_start(c->aw_inf)) < 0 || (rc = sf_informer_start(c->pod_inf)) < 0)
+	if ((rc = sf_kinds_start(c->kinds)) < 0 || (rc = sf_informer_start(c->aw_inf)) < 0 ||
+	    (rc = sf_informer_start(c->pod_inf)) < 0)
 		return rc;
 	c->started = 1;
 	return 0;
 }
 
-static void barrier_step(sf_awctl *c)
+static void barrier_done(void *ud, int err)
 {
-	if (--c->barrier_pending > 0)
-		return;
+	sf_awctl *c = ud;
+	c->barrier = NULL; /* freed after this returns */
 	if (!c->leading || c->stopping)
 		return;
-	c->fresh_term = c->term;
-	sf_log_info(LOGGER, "caches are at least as new as the lease", NULL);
+	if (err == 0) {
+		c->fresh_term = c->term;
+		sf_log_info(LOGGER, "caches are at least as new as the lease", NULL);
+	}
 	void (*cb)(void *, int) = c->ready;
 	c->ready = NULL;
 	if (cb)
-		cb(c->ready_ud, 0);
-}
-
-static void barrier_cb(void *ud, int err)
-{
-	barrier *b = ud;
-	sf_awctl *c = b->c;
-	uint64_t term = b->term;
-	free(b);
-	if (term != c->term)
-		return;
-	if (err < 0) {
-		void (*cb)(void *, int) = c->ready;
-		c->ready = NULL;
-		if (cb)
-			cb(c->ready_ud, err);
-		return;
-	}
-	barrier_step(c);
-}
-
-/* Adds inf to the barrier: synced, and (since_ns > 0) with a list asked
- * at or after since_ns applied. */
-static int barrier_add(sf_awctl *c, sf_informer *inf, int64_t since_ns)
-{
-	barrier *b = calloc(1, sizeof(*b));
-	if (!b)
-		return -ENOMEM;
-	b->c = c;
-	b->term = c->term;
-	c->barrier_pending++;
-	int rc = since_ns > 0 ? sf_informer_wait_fresh(inf, since_ns, barrier_cb, b, NULL)
-	                      : sf_informer_wait_rv(inf, "", barrier_cb, b, NULL);
-	if (rc == 1 || rc < 0) {
-		free(b);
-		c->barrier_pending--;
-		return rc < 0 ? rc : 0;
-	}
-	return 0;
+		cb(c->ready_ud, err);
 }
 
 int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err), void *ud)
@@ -1646,33 +1485,27 @@ int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err),
 	/* The Lease write was acknowledged before this call: a quorum list
 	 * of each resource asked from now on is served after it. Per
 	 * resource, because resourceVersions compare only within one
-	 * resource (Leases may live on an etcd of their own). */
+	 * resource (Leases may live on an etcd of their own). Component
+	 * caches are not waited for: a stale one can only delay (absence
+	 * needs a live read, Failed and Complete are terminal for the object
+	 * they are on), and every replica keeps them warm. */
 	int64_t since = rv ? sf_mono_ns() : 0;
+	sf_barrier_cancel(c->barrier);
+	c->barrier = NULL;
 	c->term++;
 	c->leading = 1;
 	c->ready = ready;
 	c->ready_ud = ud;
-	c->barrier_pending = 1;
-	if ((rc = barrier_add(c, c->aw_inf, since)) == 0 &&
-	    (rc = barrier_add(c, c->pod_inf, since)) == 0)
-		for (kind_ent *k = c->kinds; k && rc == 0; k = k->next) {
-			if (k->state != K_READY)
-				continue;
-			/* a kind whose informer has not synced (yet, or ever: no
-			 * RBAC for it, CRD gone) must not hold every AppWrapper
-			 * back; it is asked for a fresh list all the same, and
-			 * no destructive step trusts it without a live read */
-			if (sf_informer_synced(k->inf))
-				rc = barrier_add(c, k->inf, since);
-			else if (since)
-				sf_reflector_want_fresh(sf_informer_reflector(k->inf), since);
-		}
-	if (rc < 0) {
+	sf_barrier *b = NULL;
+	if ((rc = sf_barrier_new(since, barrier_done, c, &b)) < 0 ||
+	    (rc = sf_barrier_add(b, c->aw_inf)) < 0 || (rc = sf_barrier_add(b, c->pod_inf)) < 0) {
+		sf_barrier_cancel(b);
 		c->leading = 0;
 		c->ready = NULL;
 		return rc;
 	}
-	barrier_step(c);
+	c->barrier = b;
+	sf_barrier_arm(b); /* may call barrier_done at once */
 	return 0;
 }
 
@@ -1693,6 +1526,8 @@ void sf_awctl_unlead(sf_awctl *c)
 	c->leading = 0;
 	c->term++;
 	c->ready = NULL;
+	sf_barrier_cancel(c->barrier);
+	c->barrier = NULL;
 	sf_queue_shutdown(c->queue, NULL, NULL);
 	sf_strmap_clear(c->mem, mem_free);
 	sf_events_reset(c->events);
@@ -1734,11 +1569,8 @@ void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
 	sf_informer_stop(c->aw_inf, part_closed, c);
 	c->closing_parts++;
 	sf_informer_stop(c->pod_inf, part_closed, c);
-	for (kind_ent *k = c->kinds; k; k = k->next)
-		if (k->inf) {
-			c->closing_parts++;
-			sf_informer_stop(k->inf, part_closed, c);
-		}
+	c->closing_parts++;
+	sf_kinds_stop(c->kinds, part_closed, c);
 	c->closing_parts++;
 	if (c->ops == 0)
 		sf_queue_close(c->queue, part_closed, c);
@@ -1755,11 +1587,8 @@ void sf_awctl_free(sf_awctl *c)
 		sf_queue_close(c->queue, NULL, NULL);
 	sf_informer_free(c->aw_inf);
 	sf_informer_free(c->pod_inf);
-	while (c->kinds) {
-		kind_ent *k = c->kinds;
-		c->kinds = k->next;
-		kind_free(k);
-	}
+	sf_barrier_cancel(c->barrier);
+	sf_kinds_free(c->kinds);
 	sf_events_free(c->events);
 	sf_strmap_free(c->mem, mem_free);
 	sf_strmap_free(c->phase_counts, free);

@@ -28,6 +28,7 @@
  * failover); the kubelet is played for pod status.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -664,4 +665,129 @@ Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
 	cr_assert(aw_lists >= 1 && aw_lists <= 3, "%d LISTs of appwrappers", aw_lists);
 	cr_assert(pod_lists >= 1 && pod_lists <= 3, "%d LISTs of pods", pod_lists);
 	cr_assert(tl_ctl_alive(c));
+}
+
+/* ---- warm standbys: component caches on every replica ---- */
+
+static const char *KIND_AWS[][3] = {
+    {"wk-pod", "v1", "Pod"},
+    {"wk-job", "batch/v1", "Job"},
+    {"wk-deploy", "apps/v1", "Deployment"},
+    {"wk-sts", "apps/v1", "StatefulSet"},
+    {"wk-cm", "v1", "ConfigMap"},
+};
+
+static void create_kind_aw(const char *name, const char *api, const char *kind)
+{
+	char spec[1024], body[2048];
+	const char *pod = "{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}";
+	if (strcmp(kind, "Pod") == 0)
+		snprintf(spec, sizeof(spec), "%s", pod);
+	else if (strcmp(kind, "Job") == 0)
+		snprintf(spec, sizeof(spec),
+		         "{\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{"
+		         "\"name\":\"main\",\"image\":\"busybox\"}]}}}");
+	else if (strcmp(kind, "ConfigMap") == 0)
+		spec[0] = 0;
+	else
+		snprintf(spec, sizeof(spec),
+		         "{\"replicas\":1,%s\"selector\":{\"matchLabels\":{\"app\":\"%s\"}},"
+		         "\"template\":{\"metadata\":{\"labels\":{\"app\":\"%s\"}},\"spec\":%s}}",
+		         strcmp(kind, "StatefulSet") == 0 ? "\"serviceName\":\"x\"," : "", name,
+		         name, pod);
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"suspend\":false,\"components\":[{"
+	         "\"template\":{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":"
+	         "\"%s-c\"}%s%s%s}}]}}",
+	         name, api, kind, name, spec[0] ? ",\"spec\":" : "", spec,
+	         strcmp(kind, "ConfigMap") == 0 ? ",\"data\":{\"a\":\"b\"}" : "");
+	tl_aw_create(&W, body);
+}
+
+/* LISTs of `resource` by the controllers after audit line `from`. */
+static int lists_after(const char *resource, long from)
+{
+	sf_buf out;
+	sf_buf_init(&out, 0);
+	int st = tl_sh(&out,
+	               "tail -n +%ld '%s' | grep -F '\"stage\":\"ResponseComplete\"' | grep -F "
+	               "'\"verb\":\"list\"' | grep -F 'appwrapper-controller' | grep -cF "
+	               "'\"resource\":\"%s\"'",
+	               from + 1, tl_env("STEADFAST_AUDIT_LOG"), resource);
+	int n = st >= 0 ? atoi(out.data ? out.data : "0") : -1;
+	sf_buf_free(&out);
+	return n;
+}
+
+static long audit_lines(void)
+{
+	sf_buf out;
+	sf_buf_init(&out, 0);
+	tl_sh(&out, "wc -l < '%s'", tl_env("STEADFAST_AUDIT_LOG"));
+	long n = atol(out.data ? out.data : "0");
+	sf_buf_free(&out);
+	return n;
+}
+
+Test(evidence, a_standby_takes_over_with_warm_component_caches)
+{
+	tl_ctl *a = controller("leader");
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, a, "\"msg\":\"reconciling\"", 0, 30000), 0);
+	tl_ctl *b = controller("standby");
+	size_t n = sizeof(KIND_AWS) / sizeof(KIND_AWS[0]);
+	for (size_t i = 0; i < n; i++) {
+		create_kind_aw(KIND_AWS[i][0], KIND_AWS[i][1], KIND_AWS[i][2]);
+		tl_aw_wait_phase(&W, KIND_AWS[i][0], "Suspended", 20000);
+		tl_aw_admit(&W, KIND_AWS[i][0], NULL);
+		/* (a ConfigMap has no pods: it succeeds at once) */
+		tl_aw_wait_phase(&W, KIND_AWS[i][0],
+		                 strcmp(KIND_AWS[i][2], "ConfigMap") == 0 ? "Succeeded" : "Running",
+		                 20000);
+	}
+	/* the standby watches every kind in use, without leading */
+	for (size_t i = 0; i < n; i++) {
+		char needle[128];
+		snprintf(
+		    needle, sizeof(needle),
+		    "\"msg\":\"watching component kind\",\"apiVersion\":\"%s\",\"kind\":\"%s\"",
+		    KIND_AWS[i][1], KIND_AWS[i][2]);
+		cr_assert_geq(tl_ctl_wait_log(&K.loop, b, needle, 0, 20000), 0,
+		              "the standby does not watch %s", KIND_AWS[i][2]);
+	}
+	static const char *resources[] = {"jobs", "deployments", "statefulsets", "configmaps"};
+	for (size_t i = 0; i < 4; i++) {
+		char needle[128];
+		snprintf(needle, sizeof(needle), "\"msg\":\"list applied\",\"resource\":\"%s\"",
+		         resources[i]);
+		cr_assert_geq(tl_ctl_wait_log(&K.loop, b, needle, 0, 20000), 0,
+		              "the standby never listed %s", resources[i]);
+	}
+	long mark = audit_lines();
+	size_t from = tl_ctl_nlines(b);
+	tl_ctl_signal(a, SIGKILL);
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, b, "became leader", from, 30000), 0);
+	int64_t t_lead = sf_mono_ns();
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, b, "\"msg\":\"reconciling\"", from, 30000), 0);
+	double ms = (double)(sf_mono_ns() - t_lead) / 1e6;
+	/* it reconciles: a change made now is acted on */
+	cr_assert_eq(
+	    tl_aw_req(&W, "PATCH", &TL_AW_GVR, "wk-deploy", NULL, "{\"spec\":{\"suspend\":true}}"),
+	    200);
+	tl_aw_wait_phase(&W, "wk-deploy", "Suspended", 20000);
+	int total = 0;
+	for (size_t i = 0; i < 4; i++) {
+		int l = lists_after(resources[i], mark);
+		cr_assert_geq(l, 0);
+		total += l;
+		fprintf(stderr, "failover: %d LISTs of %s by the new leader\n", l, resources[i]);
+	}
+	fprintf(stderr,
+	        "failover with 5 component kinds: %.0f ms from leading to reconciling; %d "
+	        "component-kind LISTs (jobs, deployments, statefulsets, configmaps)\n",
+	        ms, total);
+	cr_assert_eq(total, 0, "the new leader listed component kinds a standby had listed");
+	cr_assert_str_eq(phase_of("wk-pod"), "Running");
+	cr_assert_str_eq(phase_of("wk-job"), "Running");
+	cr_assert_str_eq(phase_of("wk-sts"), "Running");
 }

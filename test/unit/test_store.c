@@ -155,6 +155,28 @@ Test(store, rv_order_is_numeric)
 	cr_assert_gt(sf_rv_cmp("18446744073709551616", "18446744073709551615"), 0);
 }
 
+/* An order is given only between canonical etcd revisions; anything else
+ * (opaque versions, leading zeros, empty) is refused, not guessed. */
+Test(store, rv_order_refuses_non_canonical_versions)
+{
+	int ord = 99;
+	cr_assert_eq(sf_rv_order("9", "10", &ord), 0);
+	cr_assert_lt(ord, 0);
+	cr_assert_eq(sf_rv_order("10", "10", &ord), 0);
+	cr_assert_eq(ord, 0);
+	cr_assert_eq(sf_rv_order("0", "1", &ord), 0);
+	ord = 99;
+	cr_assert_eq(sf_rv_order("042", "42", &ord), -EINVAL);
+	cr_assert_eq(sf_rv_order("", "1", &ord), -EINVAL);
+	cr_assert_eq(sf_rv_order(NULL, "1", &ord), -EINVAL);
+	cr_assert_eq(sf_rv_order("abc", "abd", &ord), -EINVAL);
+	cr_assert_eq(sf_rv_order("12", "1.2", &ord), -EINVAL);
+	cr_assert_eq(ord, 99, "a refused order leaves *out alone");
+	cr_assert(sf_rv_canonical("18446744073709551616"));
+	cr_assert_not(sf_rv_canonical("-1"));
+	cr_assert_not(sf_rv_canonical("00"));
+}
+
 /* ---- upsert / delete ---- */
 
 Test(store, add_get_update_delete)
@@ -906,6 +928,44 @@ Test(reflector, list_pages_watch_bad_stream_and_410_relist)
 	cr_assert_eq(st.gone, 1);
 	cr_assert_eq(st.decode_errors, 1);
 	cr_assert_eq(st.deleted_on_relist, 1);
+	rfx_close(&f);
+}
+
+static int want_synced;
+
+static int synced_n(void *ud)
+{
+	rfx *f = ud;
+	return f->synced_calls >= want_synced;
+}
+
+/* A leader's freshness by time: a list asked before `since` does not
+ * count, one relist is made (however often it is asked for), and after it
+ * the reflector holds. */
+Test(reflector, want_fresh_relists_once_then_holds)
+{
+	static const fake_resp script[] = {
+	    {LIST("10", "", CM("a", "ua", "9")), 0},
+	    {NULL, 1}, /* the watch hangs: no event will bring anything newer */
+	    {LIST("30", "", CM("a", "ua", "25")), 0},
+	    {NULL, 1},
+	};
+	rfx f;
+	rfx_open(&f, script, 4, 0);
+	cr_assert_eq(sf_reflector_want_fresh(f.r, 1), 0, "not started: its first list will do");
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	want_synced = 1;
+	cr_assert_eq(tl_run_until_fn(&f.loop, synced_n, &f, 5000), 0);
+	cr_assert_eq(sf_reflector_want_fresh(f.r, 1), 1, "the first list was asked after that");
+	int64_t since = sf_mono_ns();
+	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 0);
+	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 0);
+	want_synced = 2;
+	cr_assert_eq(tl_run_until_fn(&f.loop, synced_n, &f, 5000), 0, "no relist");
+	cr_assert_geq(sf_reflector_list_asked_ns(f.r), since);
+	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 1);
+	cr_assert_str_eq(sf_reflector_last_rv(f.r), "30");
+	cr_assert_eq(f.synced_calls, 2, "asking twice made two relists");
 	rfx_close(&f);
 }
 
