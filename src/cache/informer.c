@@ -277,6 +277,29 @@ const char *sf_informer_last_rv(const sf_informer *inf)
 	return sf_reflector_last_rv(inf->refl);
 }
 
+/* Registers a wait for rv (since_ns 0) or for a list asked at or after
+ * since_ns. 0 or -ENOMEM. */
+static int wait_add(sf_informer *inf, const char *rv, int64_t since_ns,
+                    void (*cb)(void *ud, int err), void *ud, sf_rv_wait **out)
+{
+	size_t l = strlen(rv);
+	sf_rv_wait *w = calloc(1, sizeof(*w) + l + 1);
+	if (!w)
+		return -ENOMEM;
+	memcpy(w->rv, rv, l + 1);
+	w->since_ns = since_ns;
+	w->inf = inf;
+	w->cb = cb;
+	w->ud = ud;
+	w->next = inf->waits;
+	if (w->next)
+		w->next->prev = w;
+	inf->waits = w;
+	if (out)
+		*out = w;
+	return 0;
+}
+
 int sf_informer_wait_rv(sf_informer *inf, const char *rv, void (*cb)(void *ud, int err), void *ud,
                         sf_rv_wait **out)
 {
@@ -290,21 +313,7 @@ int sf_informer_wait_rv(sf_informer *inf, const char *rv, void (*cb)(void *ud, i
 		return -EINVAL; /* nothing can be ordered against it */
 	if (sf_reflector_synced(inf->refl) && rv_reached(rv, sf_reflector_last_rv(inf->refl)))
 		return 1;
-	size_t l = strlen(rv);
-	sf_rv_wait *w = calloc(1, sizeof(*w) + l + 1);
-	if (!w)
-		return -ENOMEM;
-	memcpy(w->rv, rv, l + 1);
-	w->inf = inf;
-	w->cb = cb;
-	w->ud = ud;
-	w->next = inf->waits;
-	if (w->next)
-		w->next->prev = w;
-	inf->waits = w;
-	if (out)
-		*out = w;
-	return 0;
+	return wait_add(inf, rv, 0, cb, ud, out);
 }
 
 int sf_informer_wait_fresh(sf_informer *inf, int64_t since_ns, void (*cb)(void *ud, int err),
@@ -317,20 +326,7 @@ int sf_informer_wait_fresh(sf_informer *inf, int64_t since_ns, void (*cb)(void *
 	int rc = sf_reflector_want_fresh(inf->refl, since_ns);
 	if (rc != 0)
 		return rc;
-	sf_rv_wait *w = calloc(1, sizeof(*w) + 1);
-	if (!w)
-		return -ENOMEM;
-	w->since_ns = since_ns;
-	w->inf = inf;
-	w->cb = cb;
-	w->ud = ud;
-	w->next = inf->waits;
-	if (w->next)
-		w->next->prev = w;
-	inf->waits = w;
-	if (out)
-		*out = w;
-	return 0;
+	return wait_add(inf, "", since_ns, cb, ud, out);
 }
 
 void sf_informer_wait_cancel(sf_rv_wait *w)

@@ -52,22 +52,12 @@ static tl_aw_watch W; /* NS's AppWrappers, pods, Jobs and Events */
 
 static void setup(void)
 {
-	if (getenv("SF_DEBUG"))
-		sf_log_set_level(SF_LOG_DEBUG);
-	else
-		sf_log_set_level(SF_LOG_WARN);
-	tl_kube_open(&K, NULL, NULL);
-	tl_aw_install_crd(&K);
-	tl_namespace(&K, "aw", NS, sizeof(NS));
-	tl_aw_watch_start(&W, &K, NS);
+	tl_aw_env_open(&K, &W, "aw", NS, sizeof(NS));
 }
 
 static void teardown(void)
 {
-	tl_ctl_stop_all(&K.loop);
-	tl_aw_watch_stop(&W);
-	tl_namespace_delete(&K, NS);
-	tl_kube_close(&K);
+	tl_aw_env_close(&K, &W, NS);
 }
 
 TestSuite(appwrapper, .init = setup, .fini = teardown, .timeout = 240);

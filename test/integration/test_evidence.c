@@ -54,22 +54,12 @@ static const sf_gvr CRDS = {"apiextensions.k8s.io", "v1", "customresourcedefinit
 
 static void setup(void)
 {
-	if (getenv("SF_DEBUG"))
-		sf_log_set_level(SF_LOG_DEBUG);
-	else
-		sf_log_set_level(SF_LOG_WARN);
-	tl_kube_open(&K, NULL, NULL);
-	tl_aw_install_crd(&K);
-	tl_namespace(&K, "ev", NS, sizeof(NS));
-	tl_aw_watch_start(&W, &K, NS);
+	tl_aw_env_open(&K, &W, "ev", NS, sizeof(NS));
 }
 
 static void teardown(void)
 {
-	tl_ctl_stop_all(&K.loop);
-	tl_aw_watch_stop(&W);
-	tl_namespace_delete(&K, NS);
-	tl_kube_close(&K);
+	tl_aw_env_close(&K, &W, NS);
 }
 
 TestSuite(evidence, .init = setup, .fini = teardown, .timeout = 240);

@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include "steadfast/buf.h"
+#include "steadfast/log.h"
 #include "steadfast/time.h"
 #include "steadfast/yaml.h"
+#include "tl_ctl.h"
 
 const sf_gvr TL_AW_GVR = {"workload.codeflare.dev", "v1beta2", "appwrappers", 1};
 
@@ -841,4 +843,21 @@ tl_aw_events tl_aw_wait_event(tl_aw_watch *w, const char *aw, const char *needle
 		cr_assert_fail("no event about %s containing \"%s\" within %ld ms", aw, needle,
 		               timeout_ms);
 	return ew.e;
+}
+
+void tl_aw_env_open(tl_kube *k, tl_aw_watch *w, const char *prefix, char *ns, size_t n)
+{
+	sf_log_set_level(getenv("SF_DEBUG") ? SF_LOG_DEBUG : SF_LOG_WARN);
+	tl_kube_open(k, NULL, NULL);
+	tl_aw_install_crd(k);
+	tl_namespace(k, prefix, ns, n);
+	tl_aw_watch_start(w, k, ns);
+}
+
+void tl_aw_env_close(tl_kube *k, tl_aw_watch *w, const char *ns)
+{
+	tl_ctl_stop_all(&k->loop);
+	tl_aw_watch_stop(w);
+	tl_namespace_delete(k, ns);
+	tl_kube_close(k);
 }

@@ -122,6 +122,14 @@ void tl_aw_watch_start(tl_aw_watch *w, tl_kube *k, const char *ns);
  * does nothing for a watch never started. */
 void tl_aw_watch_stop(tl_aw_watch *w);
 
+/* The set-up of a test of the controller: the log level (debug when
+ * $SF_DEBUG is set, else warnings), a client (admin), the AppWrapper CRD,
+ * a fresh namespace "<prefix>-<random>" into ns, and w watching it. */
+void tl_aw_env_open(tl_kube *k, tl_aw_watch *w, const char *prefix, char *ns, size_t n);
+/* Its tear-down: every controller of the test stopped, the watch stopped,
+ * the namespace deleted, the client closed. */
+void tl_aw_env_close(tl_kube *k, tl_aw_watch *w, const char *ns);
+
 /* The cached AppWrapper `name` (borrowed), or NULL. */
 sf_obj *tl_aw_cached(const tl_aw_watch *w, const char *name);
 
