@@ -8,7 +8,8 @@
  * outcomes, live reads, pod counts); the rest is an AppWrapper as JSON.
  * Whatever the object says, nothing may crash, leak or read out of
  * bounds, and a plan must be internally consistent: a metadata patch comes
- * alone, actions name existing components, Running never deletes.
+ * alone, actions name existing components, Running never deletes, and a
+ * component whose kind is unresolved is never deleted or verified.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,6 +60,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		comps[i].live = (sf_awp_live)((seed >> 4) % 3);
 		comps[i].delete_gone = (seed >> 6) & 1;
 		comps[i].failed = (seed >> 7) & 1;
+		comps[i].unresolved = (seed + 3 * i) % 5 == 0;
+		comps[i].unresolved_msg = comps[i].unresolved ? "fuzz: not served" : NULL;
+		comps[i].completion_known = (seed >> 3) & 1;
+		comps[i].complete = (seed >> 5) & 1;
 	}
 	sf_awp_pods pods = {0};
 	sf_jv_iter it = sf_jv_iter_init(sf_jv_get(aw, "pods")); /* optional test pods */
@@ -77,13 +82,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                   .comp = comps,
 	                   .ncomp = ncomp,
 	                   .pods = &pods,
-	                   .expected_pods = expected};
+	                   .expected_pods = expected,
+	                   /* a live pod list, answered now, on some inputs */
+	                   .live_pods = (seed & 0x10) ? &pods : NULL,
+	                   .live_pods_ms = 1800000000000LL + seed * 997};
 	sf_awp_plan plan;
 	if (sf_awp_step(&in, &plan, err, sizeof(err)) == 0) {
 		if (plan.meta_patch)
 			CHECK(!plan.status && plan.nacts == 0);
 		for (size_t i = 0; i < plan.nacts; i++) {
-			if (plan.acts[i].kind != SF_AWP_ACT_DELETE_PODS)
+			/* a component whose kind cannot be resolved is never
+			 * deleted, verified or taken for gone */
+			size_t ix = plan.acts[i].idx;
+			if (ix < ncomp && comps[ix].unresolved)
+				CHECK(plan.acts[i].kind != SF_AWP_ACT_DELETE &&
+				      plan.acts[i].kind != SF_AWP_ACT_DELETE_FORCE &&
+				      plan.acts[i].kind != SF_AWP_ACT_VERIFY);
+			if (plan.acts[i].kind != SF_AWP_ACT_DELETE_PODS &&
+			    plan.acts[i].kind != SF_AWP_ACT_LIST_PODS)
 				CHECK(plan.acts[i].idx <
 				      (sf_jv_len(sf_jv_path(aw, "status.componentStatus")) +
 				       sf_jv_len(sf_jv_path(aw, "spec.components")) + 1));
