@@ -193,6 +193,12 @@ typedef struct sf_reflector_opts {
 	 * so the cache lags the API server the way a slow watch does. Queued
 	 * events are dropped when a re-list starts. 0 = off. */
 	long fault_event_delay_max_ms;
+	/* Watch progress watchdog: a watch that delivers no event and no
+	 * bookmark for this long is ended and started again on a fresh
+	 * connection (the API server sends a bookmark about every minute to
+	 * a watch that asks for them). 0 = 150000 (2.5 bookmark intervals),
+	 * < 0 = off. */
+	long progress_timeout_ms;
 	/* Each time the newest seen resourceVersion advances (list end, watch
 	 * event, bookmark). */
 	void (*on_rv)(void *ud, const char *rv);
@@ -214,6 +220,7 @@ typedef struct sf_reflector_stats {
 	unsigned long decode_errors;     /* malformed or truncated streams */
 	unsigned long backoffs;          /* retries scheduled with backoff */
 	unsigned long deleted_on_relist; /* objects a relist found gone */
+	unsigned long watchdog_restarts; /* watches ended for making no progress */
 } sf_reflector_stats;
 
 /* client and store are borrowed and must outlive the reflector. Copies

@@ -39,10 +39,19 @@ extern const sf_gvr SF_GVR_NAMESPACES, SF_GVR_CONFIGMAPS, SF_GVR_PODS, SF_GVR_EV
 typedef struct sf_kube_client_opts {
 	double qps;             /* 0 = 20 (above client-go's 5, below its burst); < 0 = no limit */
 	int burst;              /* 0 = 30 */
-	long timeout_ms;        /* default per-request timeout, 0 = 30 s */
+	long timeout_ms;        /* default per-request timeout, 0 = 60 s */
 	const char *user_agent; /* NULL = "steadfast/<version> (linux)" */
 	int max_retries_429;    /* 0 = 5; -1 = never retry */
 	int http1_only;
+	/* Connection health, as client-go's HTTP/2 health check: while
+	 * requests are in flight and nothing has been received for
+	 * read_idle_ms, a probe (GET /version) must be answered within
+	 * ping_timeout_ms, else the connection is shut down and its requests
+	 * fail (and are retried on a new one). 0 = 30 s / 15 s; read_idle_ms
+	 * < 0 = no probe. */
+	long read_idle_ms;
+	long ping_timeout_ms;
+	long tcp_user_timeout_ms; /* sf_http_opts: 0 = 30 s */
 } sf_kube_client_opts;
 
 /* metav1.Status of a failed request (all strings "" when absent). */
@@ -122,6 +131,7 @@ typedef struct sf_kube_req {
 	/* WATCH streaming: each event to watch_event (callee owns obj). */
 	sf_watch_event_fn watch_event;
 	void *stream_ud;
+	int fresh_connection; /* send it on a new connection */
 } sf_kube_req;
 
 int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_client_opts *opts,
@@ -169,6 +179,7 @@ typedef struct sf_kube_list_opts {
 	const char *continue_token;
 	const char *resource_version;       /* "" / NULL = quorum read */
 	const char *resource_version_match; /* "NotOlderThan", "Exact" */
+	int fresh_connection;               /* on a new connection (not multiplexed) */
 	/* WATCH only */
 	long timeout_seconds; /* server-side watch timeout, 0 = unset */
 	int allow_bookmarks;
@@ -218,7 +229,9 @@ typedef struct sf_kube_client_stats {
 	unsigned long retries_429;
 	unsigned long writes_refused; /* by the write gate */
 	unsigned long writes_cancelled;
-	unsigned long http2_responses; /* responses that came over HTTP/2 */
+	unsigned long http2_responses;     /* responses that came over HTTP/2 */
+	unsigned long health_probes;       /* read-idle probes sent */
+	unsigned long connections_dropped; /* shut down as dead (probe or request timeout) */
 } sf_kube_client_stats;
 void sf_kube_client_stats_get(const sf_kube_client *c, sf_kube_client_stats *out);
 

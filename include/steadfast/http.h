@@ -32,6 +32,13 @@ typedef struct sf_http_opts {
 	/* "HOST:PORT:CONNECT-HOST:CONNECT-PORT" (CURLOPT_CONNECT_TO): lets the
 	 * URL carry the TLS name while connecting elsewhere. NULL = none. */
 	const char *connect_to;
+	/* TCP_USER_TIMEOUT of every socket: data unacknowledged this long
+	 * kills the connection (keepalive does not probe while data waits).
+	 * 0 = 30 s, < 0 = the kernel's default. */
+	long tcp_user_timeout_ms;
+	/* Connections older than this are not given new requests (curl's
+	 * MAXLIFETIME_CONN, checked when a connection is idle). 0 = 10 min. */
+	long max_conn_age_s;
 } sf_http_opts;
 
 typedef struct sf_http_result {
@@ -59,6 +66,7 @@ typedef struct sf_http_request {
 	int (*on_data)(void *ud, const char *p, size_t n);
 	void (*on_done)(void *ud, const sf_http_result *res);
 	void *ud;
+	int fresh_connection; /* a new connection for this request (CURLOPT_FRESH_CONNECT) */
 } sf_http_request;
 
 int sf_http_new(uv_loop_t *loop, const sf_http_opts *opts, sf_http **out);
@@ -78,6 +86,16 @@ long sf_http_req_status(const sf_http_req *req);
 void sf_http_req_fail(sf_http_req *req, int err, const char *msg);
 /* Requests in flight. */
 size_t sf_http_active(const sf_http *h);
+/* Shuts down every connection open now (shutdown(2) on its socket): each
+ * request on them ends with a transport error and new requests open new
+ * connections. For a connection suspected dead: a request on it timed out,
+ * a health probe got no answer. Returns how many were shut down. A request
+ * that ends with a timeout does this by itself. */
+size_t sf_http_drop_connections(sf_http *h, const char *why);
+/* mono ns of the last bytes received on any connection (0 = none yet). */
+int64_t sf_http_last_rx_ns(const sf_http *h);
+/* Connections shut down by sf_http_drop_connections so far. */
+unsigned long sf_http_dropped(const sf_http *h);
 /* Whether libcurl offers HTTP/2. */
 int sf_http_has_http2(void);
 

@@ -83,6 +83,8 @@ void sf_kinds_each_owner(const sf_kinds *ks, const sf_kind *k,
  * the registry's life. */
 sf_kind *sf_kinds_get(sf_kinds *ks, const char *api_version, const char *kind);
 size_t sf_kinds_count(const sf_kinds *ks);
+/* Watches of the kind informers ended by their progress watchdog. */
+unsigned long sf_kinds_watchdog_restarts(const sf_kinds *ks);
 
 sf_kind_state sf_kind_get_state(const sf_kind *k);
 const char *sf_kind_api_version(const sf_kind *k);

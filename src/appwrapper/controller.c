@@ -1605,9 +1605,24 @@ void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out)
 	out->events_aggregated = es.aggregated;
 }
 
+static unsigned long watchdog_restarts(const sf_awctl *c)
+{
+	sf_reflector_stats a, p;
+	sf_reflector_stats_get(sf_informer_reflector(c->aw_inf), &a);
+	sf_reflector_stats_get(sf_informer_reflector(c->pod_inf), &p);
+	return a.watchdog_restarts + p.watchdog_restarts + sf_kinds_watchdog_restarts(c->kinds);
+}
+
 int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out)
 {
 	int rc = 0;
+	rc |= sf_buf_printf(out,
+	                    "# HELP steadfast_watch_restarts_total Watches ended by the progress "
+	                    "watchdog (no event or bookmark for 150 s) and started again on a "
+	                    "fresh connection\n"
+	                    "# TYPE steadfast_watch_restarts_total counter\n"
+	                    "steadfast_watch_restarts_total %lu\n",
+	                    watchdog_restarts(c));
 	rc |=
 	    sf_buf_puts(out, "# HELP appwrapper_phase_total Total number of appwrappers per phase\n"
 	                     "# TYPE appwrapper_phase_total counter\n");

@@ -421,6 +421,18 @@ size_t sf_kinds_count(const sf_kinds *ks)
 	return ks->nkinds;
 }
 
+unsigned long sf_kinds_watchdog_restarts(const sf_kinds *ks)
+{
+	unsigned long n = 0;
+	for (const sf_kind *k = ks->kinds; k; k = k->next)
+		if (k->inf) {
+			sf_reflector_stats st;
+			sf_reflector_stats_get(sf_informer_reflector(k->inf), &st);
+			n += st.watchdog_restarts;
+		}
+	return n;
+}
+
 /* ---- accessors ---- */
 
 sf_kind_state sf_kind_get_state(const sf_kind *k)

@@ -94,6 +94,10 @@ struct sf_reflector {
 	char *watch_rv;   /* next watch starts here */
 	char *rewatch_rv; /* test hook override for the next watch */
 	int64_t watch_start_ns;
+	int64_t progress_ns; /* mono, the watch's start or its last event/bookmark */
+	long progress_timeout_ms;
+	uv_timer_t *wdog; /* the progress watchdog; freed in its close callback */
+	int next_fresh;   /* the next watch goes on a new connection */
 	unsigned long watch_events;
 	unsigned gone_streak; /* 410s without a successful watch in between */
 
@@ -112,6 +116,7 @@ struct sf_reflector {
 
 static void list_start(sf_reflector *r);
 static void watch_start(sf_reflector *r);
+static void interrupt(sf_reflector *r, refl_next next);
 
 typedef struct delayed {
 	struct delayed *next;
@@ -241,6 +246,11 @@ void sf_reflector_stop(sf_reflector *r, void (*cb)(void *ud), void *ud)
 		r->closing++;
 		uv_close((uv_handle_t *)r->dtimer, on_timer_closed);
 		r->dtimer = NULL;
+	}
+	if (r->wdog) {
+		r->closing++;
+		uv_close((uv_handle_t *)r->wdog, on_timer_closed);
+		r->wdog = NULL;
 	}
 	if (r->call) {
 		/* Its callback ends the call; from inside a stream callback the
@@ -614,6 +624,7 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 		sf_obj_unref(obj);
 		return 1;
 	}
+	r->progress_ns = sf_mono_ns();
 	if (r->strip_managed_fields && type != SF_WATCH_BOOKMARK && type != SF_WATCH_ERROR)
 		obj = sf_obj_strip_managed_fields(obj);
 	r->in_stream_cb = 1;
@@ -716,10 +727,13 @@ static void watch_start(sf_reflector *r)
 	    .resource_version = r->watch_rv,
 	    .timeout_seconds = to,
 	    .allow_bookmarks = 1,
+	    .fresh_connection = r->next_fresh,
 	};
+	r->next_fresh = 0;
 	r->state = ST_WATCHING;
 	r->watch_events = 0;
 	r->watch_start_ns = sf_mono_ns();
+	r->progress_ns = r->watch_start_ns;
 	r->stats.watches++;
 	int rc =
 	    sf_kube_watch(r->client, r->gvr, r->ns, &o, on_watch_event, on_watch_done, r, &r->call);
@@ -758,6 +772,8 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	r->gvr = opts->gvr;
 	r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
 	r->strip_managed_fields = opts->strip_managed_fields;
+	r->progress_timeout_ms =
+	    opts->progress_timeout_ms == 0 ? 150000 : opts->progress_timeout_ms;
 	r->delay_max_ms = opts->fault_event_delay_max_ms;
 	r->watch_min_s = opts->watch_min_s > 0 ? opts->watch_min_s : 300;
 	r->watch_max_s = opts->watch_max_s > 0 ? opts->watch_max_s : 600;
@@ -794,6 +810,25 @@ fail:
 	return rc;
 }
 
+/* A watch that shows nothing for progress_timeout_ms (not even a
+ * bookmark) may sit on a dead connection or a stuck stream: end it and
+ * watch again, on a connection of its own. */
+static void on_wdog(uv_timer_t *t)
+{
+	sf_reflector *r = t->data;
+	if (r->state != ST_WATCHING || r->next != NEXT_NONE)
+		return;
+	int64_t quiet = sf_mono_ns() - r->progress_ns;
+	if (quiet < (int64_t)r->progress_timeout_ms * SF_NSEC_PER_MSEC)
+		return;
+	char b[24];
+	r->stats.watchdog_restarts++;
+	sf_log_warn(LOGGER, "watch made no progress; watching again on a fresh connection",
+	            "resource", r->name, "quietMs", num(b, quiet / SF_NSEC_PER_MSEC), NULL);
+	r->next_fresh = 1;
+	interrupt(r, NEXT_WATCH);
+}
+
 int sf_reflector_start(sf_reflector *r)
 {
 	if (stopping(r))
@@ -821,6 +856,19 @@ int sf_reflector_start(sf_reflector *r)
 			sf_log_warn(LOGGER, "fault injection: watch events are applied late",
 			            "resource", r->name, "maxDelayMs", num(b, r->delay_max_ms),
 			            NULL);
+		}
+	}
+	if (r->progress_timeout_ms > 0) {
+		t = calloc(1, sizeof(*t));
+		if (!t || uv_timer_init(r->loop, t) != 0) {
+			free(t);
+		} else {
+			t->data = r;
+			r->wdog = t;
+			uint64_t tick =
+			    (uint64_t)(r->progress_timeout_ms / 4 > 0 ? r->progress_timeout_ms / 4
+			                                              : 1);
+			uv_timer_start(t, on_wdog, tick, tick);
 		}
 	}
 	sf_log_debug(LOGGER, "starting", "resource", r->name, NULL);

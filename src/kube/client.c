@@ -45,6 +45,7 @@ struct sf_kube_call {
 	size_t body_len;
 	long timeout_ms;
 	int is_write;
+	int fresh;
 	sf_kube_req req_view; /* for the write gate: method/gvr/ns/name only */
 	sf_gvr gvr_copy;
 	char *ns, *name, *sub;
@@ -77,13 +78,16 @@ struct sf_kube_client {
 	long timeout_ms;
 	int max_retries_429;
 	uv_timer_t timer;
+	uv_timer_t health; /* read-idle probe */
+	long read_idle_ms, ping_timeout_ms;
+	sf_http_req *probe;                    /* in flight */
 	sf_kube_call *calls_head, *calls_tail; /* FIFO */
 	sf_kube_write_gate_fn gate;
 	void *gate_ud;
 	resolved *resolved;
 	sf_kube_client_stats stats;
 	int closing;
-	int http_closed, timer_closed;
+	int http_closed, timer_closed, health_closed;
 	void (*close_cb)(void *);
 	void *close_ud;
 	/* rest_client_requests_total{code,method}: code 0 = no response */
@@ -392,6 +396,46 @@ sf_kube_config *sf_kube_client_config(sf_kube_client *c)
 	return c->cfg;
 }
 
+/* ---- connection health ---- */
+
+static void probe_done(void *ud, const sf_http_result *r)
+{
+	sf_kube_client *c = ud;
+	c->probe = NULL;
+	/* any answer proves the connection; a timeout has already shut it
+	 * down (sf_http does that for every timed-out request) */
+	if (r->err && r->err != -ECANCELED)
+		sf_log_warn("kube.client", "the API server did not answer a health probe", "error",
+		            r->errmsg, NULL);
+}
+
+/* While requests are in flight and nothing came back for read_idle_ms,
+ * ask the connection something small. */
+static void health_tick(uv_timer_t *t)
+{
+	sf_kube_client *c = t->data;
+	if (c->closing || c->probe || sf_http_active(c->http) == 0)
+		return;
+	int64_t rx = sf_http_last_rx_ns(c->http);
+	if (rx && sf_mono_ns() - rx < (int64_t)c->read_idle_ms * SF_NSEC_PER_MSEC)
+		return;
+	char url[1100];
+	snprintf(url, sizeof(url), "%s/version", c->base);
+	const char *headers[] = {c->ua_header, "Accept: application/json", NULL};
+	sf_http_request hr = {
+	    .method = "GET",
+	    .url = url,
+	    .headers = headers,
+	    .timeout_ms = c->ping_timeout_ms,
+	    .on_done = probe_done,
+	    .ud = c,
+	};
+	if (sf_http_start(c->http, &hr, &c->probe) == 0)
+		c->stats.health_probes++;
+	else
+		c->probe = NULL;
+}
+
 int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_client_opts *opts,
                        sf_kube_client **out)
 {
@@ -425,7 +469,10 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 	    .key_file = cfg->client_key_file,
 	    .insecure = cfg->insecure_skip_tls_verify,
 	    .http1_only = opts && opts->http1_only,
+	    .tcp_user_timeout_ms = opts ? opts->tcp_user_timeout_ms : 0,
 	};
+	c->read_idle_ms = opts && opts->read_idle_ms ? opts->read_idle_ms : 30000;
+	c->ping_timeout_ms = opts && opts->ping_timeout_ms > 0 ? opts->ping_timeout_ms : 15000;
 	char connect_to[512];
 	if (cfg->tls_server_name && *cfg->tls_server_name) {
 		/* URL carries the TLS name; CONNECT_TO sends it to the real host. */
@@ -454,6 +501,12 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 	}
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
+	uv_timer_init(loop, &c->health);
+	c->health.data = c;
+	if (c->read_idle_ms > 0) {
+		uint64_t tick = (uint64_t)(c->read_idle_ms / 4 > 0 ? c->read_idle_ms / 4 : 1);
+		uv_timer_start(&c->health, health_tick, tick, tick);
+	}
 	*out = c;
 	return 0;
 nomem:
@@ -472,6 +525,7 @@ void sf_kube_client_set_write_gate(sf_kube_client *c, sf_kube_write_gate_fn gate
 void sf_kube_client_stats_get(const sf_kube_client *c, sf_kube_client_stats *out)
 {
 	*out = c->stats;
+	out->connections_dropped = sf_http_dropped(c->http);
 }
 
 /* Completes a call that is not in flight, from the dispatcher. */
@@ -568,6 +622,16 @@ int sf_kube_client_metrics_write(const sf_kube_client *c, sf_buf *out)
 				    "%lu\n",
 				    cs, method_names[m], c->req_counts[m][code]);
 			}
+	rc |= sf_buf_printf(out,
+	                    "# HELP steadfast_rest_client_health_probes_total Read-idle probes "
+	                    "of the API server connection.\n"
+	                    "# TYPE steadfast_rest_client_health_probes_total counter\n"
+	                    "steadfast_rest_client_health_probes_total %lu\n"
+	                    "# HELP steadfast_rest_client_connections_dropped_total Connections "
+	                    "shut down as dead (a request or probe timed out).\n"
+	                    "# TYPE steadfast_rest_client_connections_dropped_total counter\n"
+	                    "steadfast_rest_client_connections_dropped_total %lu\n",
+	                    c->stats.health_probes, sf_http_dropped(c->http));
 	return rc < 0 ? -ENOMEM : 0;
 }
 
@@ -692,6 +756,7 @@ static int call_send(sf_kube_call *k)
 	    .on_data = (k->ld || k->wd) ? on_stream_data : NULL,
 	    .on_done = on_http_done,
 	    .ud = k,
+	    .fresh_connection = k->fresh,
 	};
 	int rc = sf_http_start(c->http, &hr, &k->hreq);
 	free(auth);
@@ -788,6 +853,7 @@ int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *u
 		k->gvr_copy.namespaced = req->gvr->namespaced;
 	}
 	k->timeout_ms = req->timeout_ms == 0 ? c->timeout_ms : req->timeout_ms;
+	k->fresh = req->fresh_connection;
 	k->is_write = strcmp(req->method, "GET") != 0;
 	k->cb = cb;
 	k->ud = ud;
@@ -1022,7 +1088,8 @@ int sf_kube_watch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const sf
 		                 .query = q.data,
 		                 .timeout_ms = to,
 		                 .watch_event = event,
-		                 .stream_ud = ud};
+		                 .stream_ud = ud,
+		                 .fresh_connection = o && o->fresh_connection};
 		rc = sf_kube_do(c, &r, cb, ud, out);
 	}
 	sf_buf_free(&q);
@@ -1200,7 +1267,7 @@ int sf_kube_resolve(sf_kube_client *c, const char *api_version, const char *kind
 
 static void client_maybe_free(sf_kube_client *c)
 {
-	if (!c->http_closed || !c->timer_closed)
+	if (!c->http_closed || !c->timer_closed || !c->health_closed)
 		return;
 	while (c->resolved) {
 		resolved *r = c->resolved;
@@ -1219,7 +1286,10 @@ static void client_maybe_free(sf_kube_client *c)
 static void on_timer_closed(uv_handle_t *h)
 {
 	sf_kube_client *c = h->data;
-	c->timer_closed = 1;
+	if (h == (uv_handle_t *)&c->health)
+		c->health_closed = 1;
+	else
+		c->timer_closed = 1;
 	client_maybe_free(c);
 }
 
@@ -1232,6 +1302,7 @@ static void on_http_closed(void *ud)
 	while (c->calls_head)
 		call_finish_err(c->calls_head, -ECANCELED, "client closed");
 	uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+	uv_close((uv_handle_t *)&c->health, on_timer_closed);
 }
 
 void sf_kube_client_close(sf_kube_client *c, void (*cb)(void *ud), void *ud)
@@ -1242,6 +1313,7 @@ void sf_kube_client_close(sf_kube_client *c, void (*cb)(void *ud), void *ud)
 	c->close_cb = cb;
 	c->close_ud = ud;
 	uv_timer_stop(&c->timer);
+	uv_timer_stop(&c->health);
 	/* in-flight calls end through on_http_done with -ECANCELED */
 	sf_http_close(c->http, on_http_closed, c);
 }

@@ -7,11 +7,21 @@
  * curl_multi_info_read. Poll errors are passed to curl as CURL_CSELECT_ERR.
  * Requests that end outside a transfer (cancel, close) complete from a
  * zero-delay timer so that on_done never runs inside the caller's call.
+ *
+ * Dead connections: every socket gets TCP_USER_TIMEOUT, and the sockets
+ * curl opens are kept in a list (SOCKOPT/CLOSESOCKET callbacks), so that a
+ * connection suspected dead - a request on it timed out - can be shut down:
+ * libcurl would otherwise keep multiplexing new requests onto a half-open
+ * HTTP/2 connection until the kernel gives up (~15 min).
  */
 #include "steadfast/http.h"
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -20,6 +30,7 @@
 #include "steadfast/time.h"
 
 #define HTTP_DEFAULT_MAX_BODY (64u << 20)
+#define MAX_SOCKS 16 /* sockets one client keeps open (HTTP/2: usually one) */
 
 typedef struct sock_ctx sock_ctx;
 
@@ -60,6 +71,10 @@ struct sf_http {
 	sf_http_req *deferred;
 	sock_ctx *socks;
 	size_t active;
+	curl_socket_t fds[MAX_SOCKS]; /* sockets curl opened, -1 = free slot */
+	long user_timeout_ms, max_age_s;
+	int64_t last_rx_ns;
+	unsigned long dropped;
 	int closing;
 	int open_handles;
 	int in_info; /* draining info_read */
@@ -75,6 +90,61 @@ struct sock_ctx {
 };
 
 static int curl_global_done;
+
+/* ---- sockets ---- */
+
+static int sockopt_cb(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+	sf_http *h = ud;
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKOPT_OK;
+	if (h->user_timeout_ms > 0) {
+		unsigned int v = (unsigned int)h->user_timeout_ms;
+		/* best effort: a kernel without it keeps keepalive only */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v));
+	}
+	for (size_t i = 0; i < MAX_SOCKS; i++)
+		if (h->fds[i] == CURL_SOCKET_BAD) {
+			h->fds[i] = fd;
+			break;
+		}
+	return CURL_SOCKOPT_OK;
+}
+
+static int closesocket_cb(void *ud, curl_socket_t fd)
+{
+	sf_http *h = ud;
+	for (size_t i = 0; i < MAX_SOCKS; i++)
+		if (h->fds[i] == fd)
+			h->fds[i] = CURL_SOCKET_BAD;
+	return close(fd);
+}
+
+size_t sf_http_drop_connections(sf_http *h, const char *why)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < MAX_SOCKS; i++)
+		if (h->fds[i] != CURL_SOCKET_BAD && shutdown(h->fds[i], SHUT_RDWR) == 0)
+			n++;
+	h->dropped += n;
+	if (n) {
+		char b[24];
+		snprintf(b, sizeof(b), "%zu", n);
+		sf_log_warn("http", "connections to the API server shut down", "reason",
+		            why ? why : "", "connections", b, NULL);
+	}
+	return n;
+}
+
+int64_t sf_http_last_rx_ns(const sf_http *h)
+{
+	return h->last_rx_ns;
+}
+
+unsigned long sf_http_dropped(const sf_http *h)
+{
+	return h->dropped;
+}
 
 static void check_multi_info(sf_http *h);
 static void req_complete(sf_http_req *r, int err, const char *msg);
@@ -339,7 +409,12 @@ static void check_multi_info(sf_http *h)
 		} else if (rc != CURLE_OK) {
 			msg = r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc);
 		}
+		int timed_out = rc == CURLE_OPERATION_TIMEDOUT;
 		req_complete(r, err, msg);
+		/* no answer in time: the connection may be half-open; never
+		 * hand it another request */
+		if (timed_out)
+			sf_http_drop_connections(h, "a request timed out");
 	}
 }
 
@@ -347,6 +422,7 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud)
 {
 	sf_http_req *r = ud;
 	size_t len = size * n;
+	r->h->last_rx_ns = sf_mono_ns();
 	long status = 0;
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (r->on_data && status >= 200 && status < 300) {
@@ -364,6 +440,7 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud)
 static size_t header_cb(char *p, size_t size, size_t n, void *ud)
 {
 	sf_http_req *r = ud;
+	r->h->last_rx_ns = sf_mono_ns();
 	size_t len = size * n;
 	if (len > 12 && strncasecmp(p, "retry-after:", 12) == 0) {
 		long v = strtol(p + 12, NULL, 10);
@@ -397,6 +474,10 @@ int sf_http_new(uv_loop_t *loop, const sf_http_opts *opts, sf_http **out)
 	h->insecure = opts && opts->insecure;
 	h->http1_only = opts && opts->http1_only;
 	h->connect_timeout_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
+	h->user_timeout_ms = opts && opts->tcp_user_timeout_ms ? opts->tcp_user_timeout_ms : 30000;
+	h->max_age_s = opts && opts->max_conn_age_s > 0 ? opts->max_conn_age_s : 600;
+	for (size_t i = 0; i < MAX_SOCKS; i++)
+		h->fds[i] = CURL_SOCKET_BAD;
 #define DUP(f) (opts && opts->f ? strdup(opts->f) : NULL)
 	h->ca_file = DUP(ca_file);
 	h->cert_file = DUP(cert_file);
@@ -482,6 +563,13 @@ int sf_http_start(sf_http *h, const sf_http_request *rq, sf_http_req **out)
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+	curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
+	curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, h);
+	curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, closesocket_cb);
+	curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, h);
+	curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN, h->max_age_s);
+	if (rq->fresh_connection)
+		curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
 	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,

@@ -27,6 +27,7 @@ struct conn {
 	uv_connect_t creq;
 	uv_shutdown_t sh_cl, sh_up;
 	int connecting, connected;
+	int bh;             /* this connection alone is blackholed */
 	int cl_eof, up_eof; /* EOF read from that side */
 	int closing, nclosed;
 	conn *next, *prev;
@@ -146,7 +147,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 
 static void start_reading(conn *c)
 {
-	if (c->p->bh || !c->connected || c->closing)
+	if (c->p->bh || c->bh || !c->connected || c->closing)
 		return;
 	if (!c->cl_eof)
 		uv_read_start((uv_stream_t *)&c->cl, on_alloc, on_read);
@@ -273,6 +274,15 @@ void tp_blackhole(tp_proxy *p, int on)
 		else
 			start_reading(c);
 	}
+}
+
+void tp_blackhole_existing(tp_proxy *p)
+{
+	for (conn *c = p->conns; c; c = c->next)
+		if (!c->closing) {
+			c->bh = 1;
+			stop_reading(c);
+		}
 }
 
 int tp_is_blackholed(const tp_proxy *p)

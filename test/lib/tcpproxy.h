@@ -27,6 +27,11 @@ int tp_port(const tp_proxy *p);
 void tp_blackhole(tp_proxy *p, int on);
 int tp_is_blackholed(const tp_proxy *p);
 
+/* Blackholes every connection open now, for good (a NAT entry dropped, a
+ * load balancer replaced without a RST): nothing more is forwarded on them,
+ * they stay open; connections accepted later are forwarded as usual. */
+void tp_blackhole_existing(tp_proxy *p);
+
 /* Closes every connection with a TCP RST on both sides (what was held in
  * blackhole mode is dropped). The listener stays. */
 void tp_reset(tp_proxy *p);

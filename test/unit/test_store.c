@@ -745,6 +745,8 @@ static void rfx_record(void *ud, sf_delta_type t, sf_obj *old, sf_obj *new_obj)
 		sf_reflector_stop(f->r, rfx_stopped, f);
 }
 
+static long rfx_progress_ms; /* the next rfx_open's watch watchdog (0 = off) */
+
 static void rfx_open(rfx *f, const fake_resp *script, int n, long page)
 {
 	memset(f, 0, sizeof(*f));
@@ -776,6 +778,7 @@ static void rfx_open(rfx *f, const fake_resp *script, int n, long page)
 	    .backoff_initial_ms = 20,
 	    .backoff_max_ms = 1000,
 	    .backoff_jitter = -1,
+	    .progress_timeout_ms = rfx_progress_ms ? rfx_progress_ms : -1,
 	    .on_rv = rfx_on_rv,
 	    .on_synced = rfx_on_synced,
 	    .ud = f,
@@ -966,6 +969,35 @@ Test(reflector, want_fresh_relists_once_then_holds)
 	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 1);
 	cr_assert_str_eq(sf_reflector_last_rv(f.r), "30");
 	cr_assert_eq(f.synced_calls, 2, "asking twice made two relists");
+	rfx_close(&f);
+}
+
+static int has_b(void *ud)
+{
+	rfx *f = ud;
+	return sf_store_get_ns(f->store, "ns", "b") != NULL;
+}
+
+/* A watch that shows nothing, not even a bookmark, for the progress
+ * timeout is ended and started again (on a fresh connection). */
+Test(reflector, a_silent_watch_is_restarted_by_its_watchdog)
+{
+	static const fake_resp script[] = {
+	    {LIST("10", "", CM("a", "ua", "9")), 0},
+	    {NULL, 1}, /* a watch that never says anything */
+	    {HDR EV("ADDED", CM("b", "ub", "11")), 0},
+	    {NULL, 1},
+	};
+	rfx_progress_ms = 300;
+	rfx f;
+	rfx_open(&f, script, 4, 0);
+	rfx_progress_ms = 0;
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	cr_assert_eq(tl_run_until_fn(&f.loop, has_b, &f, 5000), 0, "the silent watch stayed");
+	sf_reflector_stats st;
+	sf_reflector_stats_get(f.r, &st);
+	cr_assert_eq(st.watchdog_restarts, 1);
+	cr_assert_geq(st.watches, 2);
 	rfx_close(&f);
 }
 

@@ -1,0 +1,198 @@
+/*
+ * test_deadconn.c - connections that die quietly, against the real control
+ * plane through the chaos proxy (test/lib/tcpproxy).
+ *
+ * tp_blackhole_existing models a half-open connection (a NAT entry
+ * dropped, a load balancer replaced without a RST): the connections open
+ * now forward nothing more and stay open; new ones work. Nothing then
+ * fails by itself - no RST, no error, and the proxy's kernel still
+ * acknowledges what is sent - so only the client's own bounds can notice.
+ *
+ *   - an informer on a client whose connection went half-open gets an
+ *     object created meanwhile: the read-idle probe times out, the
+ *     connection is shut down and the watch resumes on a new one;
+ *   - a follower whose connections went half-open takes over when the
+ *     leader is killed, within the lease duration plus the election's
+ *     request timeout, and then reconciles.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "steadfast/cache.h"
+#include "steadfast/client.h"
+#include "steadfast/config.h"
+#include "steadfast/time.h"
+#include "tcpproxy.h"
+#include "tl.h"
+#include "tl_aw.h"
+#include "tl_ctl.h"
+
+static tl_kube K;
+static char NS[64];
+static tl_aw_watch W;
+static tp_proxy *PROXY;
+static char KCFG[256];
+/* the informer test's own client and informer, closed by teardown too */
+static sf_kube_config *CFG2;
+static sf_kube_client *C2;
+static sf_informer *INF2;
+
+static void set_flag(void *ud)
+{
+	*(int *)ud = 1;
+}
+
+static void own_client_close(void)
+{
+	int stopped = 0, closed = 0;
+	if (INF2) {
+		sf_informer_stop(INF2, set_flag, &stopped);
+		tl_run_until(&K.loop, &stopped, 5000);
+		sf_informer_free(INF2);
+		INF2 = NULL;
+	}
+	if (C2) {
+		sf_kube_client_close(C2, set_flag, &closed);
+		tl_run_until(&K.loop, &closed, 5000);
+		C2 = NULL;
+	}
+	sf_kube_config_free(CFG2);
+	CFG2 = NULL;
+}
+
+static void setup(void)
+{
+	tl_aw_env_open(&K, &W, "dead", NS, sizeof(NS));
+}
+
+static void teardown(void)
+{
+	tl_ctl_stop_all(&K.loop); /* before the proxy its replicas use */
+	own_client_close();
+	if (PROXY)
+		tp_close(PROXY); /* its handles go while the loop runs below */
+	tl_aw_env_close(&K, &W, NS);
+	if (KCFG[0])
+		unlink(KCFG);
+}
+
+TestSuite(deadconn, .init = setup, .fini = teardown, .timeout = 180);
+
+/* A proxy to the API server on K's loop and an admin kubeconfig through
+ * it (TLS end to end: the server's certificate names 127.0.0.1). */
+static void proxy_start(void)
+{
+	const char *api = tl_env("STEADFAST_APISERVER");
+	const char *hp = strstr(api, "://") + 3;
+	char host[64];
+	size_t hl = strcspn(hp, ":");
+	snprintf(host, sizeof(host), "%.*s", (int)hl, hp);
+	cr_assert_eq(tp_start(&K.loop, host, atoi(hp + hl + 1), &PROXY), 0);
+	snprintf(KCFG, sizeof(KCFG), "/tmp/steadfast-deadconn-%d.kubeconfig", (int)getpid());
+	FILE *f = fopen(KCFG, "w");
+	cr_assert(f);
+	fprintf(f,
+	        "apiVersion: v1\nkind: Config\nclusters:\n- name: p\n  cluster:\n"
+	        "    server: https://127.0.0.1:%d\n    certificate-authority: %s\n"
+	        "users:\n- name: admin\n  user:\n    client-certificate: %s\n    client-key: %s\n"
+	        "contexts:\n- name: p\n  context: {cluster: p, user: admin}\ncurrent-context: p\n",
+	        tp_port(PROXY), tl_env("STEADFAST_CA"), tl_env("STEADFAST_ADMIN_CERT"),
+	        tl_env("STEADFAST_ADMIN_KEY"));
+	cr_assert_eq(fclose(f), 0);
+}
+
+typedef struct cm_wait {
+	sf_informer *inf;
+	const char *name;
+} cm_wait;
+
+static int cm_cached(void *ud)
+{
+	cm_wait *w = ud;
+	return sf_store_get_ns(sf_informer_store(w->inf), NS, w->name) != NULL;
+}
+
+static void create_cm(const char *name)
+{
+	char body[256];
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"}}",
+	         name);
+	cr_assert_eq(tl_aw_req(&W, "POST", &SF_GVR_CONFIGMAPS, NULL, NULL, body), 201);
+}
+
+Test(deadconn, an_informer_on_a_half_open_connection_resumes_on_a_new_one)
+{
+	proxy_start();
+	char err[512];
+	cr_assert_eq(sf_kube_config_load(KCFG, NULL, &CFG2, err, sizeof(err)), 0, "%s", err);
+	/* short bounds for the test: idle 1 s, probe answered within 1 s */
+	sf_kube_client_opts co = {.read_idle_ms = 1000, .ping_timeout_ms = 1000};
+	cr_assert_eq(sf_kube_client_new(&K.loop, CFG2, &co, &C2), 0);
+	sf_kube_client *c = C2;
+	sf_informer_opts io = {.reflector = {.gvr = &SF_GVR_CONFIGMAPS, .ns = NS}};
+	cr_assert_eq(sf_informer_new(&K.loop, c, &io, &INF2), 0);
+	sf_informer *inf = INF2;
+	cr_assert_eq(sf_informer_start(inf), 0);
+	create_cm("before");
+	cm_wait w = {inf, "before"};
+	cr_assert_eq(tl_run_until_fn(&K.loop, cm_cached, &w, 10000), 0, "never synced");
+	unsigned long accepted = tp_accepted(PROXY);
+
+	tp_blackhole_existing(PROXY);
+	create_cm("during");
+	w.name = "during";
+	int64_t t0 = sf_mono_ns();
+	cr_assert_eq(tl_run_until_fn(&K.loop, cm_cached, &w, 15000), 0,
+	             "the watch stayed on the dead connection");
+	double s = (double)(sf_mono_ns() - t0) / 1e9;
+	sf_kube_client_stats st;
+	sf_kube_client_stats_get(c, &st);
+	fprintf(stderr,
+	        "half-open connection: object seen %.2f s after its creation; %lu probes, %lu "
+	        "connections dropped, %lu new connections\n",
+	        s, st.health_probes, st.connections_dropped, tp_accepted(PROXY) - accepted);
+	cr_assert_geq(st.connections_dropped, 1);
+	cr_assert_gt(tp_accepted(PROXY), accepted, "no new connection was opened");
+	cr_assert_lt(s, 10.0);
+}
+
+Test(deadconn, a_follower_on_a_half_open_connection_takes_over)
+{
+	proxy_start();
+	tl_ctl_opts la = {.ns = NS, .lease = "steadfast-test", .id = "direct"};
+	tl_ctl *a = tl_ctl_start(&K.loop, &la);
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, a, "\"msg\":\"reconciling\"", 0, 30000), 0);
+	tl_ctl_opts lb = {.ns = NS, .lease = "steadfast-test", .id = "proxied", .kubeconfig = KCFG};
+	tl_ctl *b = tl_ctl_start(&K.loop, &lb);
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, b, "new leader observed", 0, 30000), 0);
+	/* both of its connections (election, controller) go half-open */
+	tp_blackhole_existing(PROXY);
+	size_t from = tl_ctl_nlines(b);
+	tl_ctl_signal(a, SIGKILL);
+	int64_t t0 = sf_mono_ns();
+	if (tl_ctl_wait_log(&K.loop, b, "became leader", from, 30000) < 0) {
+		tl_ctl_dump(b, 30);
+		cr_assert_fail("the follower on a half-open connection did not take over in 30 s");
+	}
+	double s = (double)(sf_mono_ns() - t0) / 1e9;
+	/* lease 3 s, renew deadline 2 s: the election's requests time out at
+	 * 1 s, which shuts the dead connection down */
+	cr_assert_lt(s, 3.0 + 5.0, "took over %.1f s after the kill", s);
+	/* and it reconciles: its controller's client recovers on its own */
+	create_cm("unused"); /* (the test's own client works) */
+	tl_aw_create(&W, "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":"
+	                 "\"AppWrapper\",\"metadata\":{\"name\":\"after\"},\"spec\":{\"suspend\":"
+	                 "true,\"components\":[]}}");
+	tl_aw_wait_phase(&W, "after", "Suspended", 90000);
+	double r = (double)(sf_mono_ns() - t0) / 1e9;
+	fprintf(stderr,
+	        "half-open follower: took over %.2f s after the leader's kill, reconciled %.2f s "
+	        "after it\n",
+	        s, r);
+	cr_assert(tl_ctl_alive(b));
+}
