@@ -41,7 +41,7 @@ typedef struct sf_kube_client_opts {
 	int burst;              /* 0 = 30 */
 	long timeout_ms;        /* default per-request timeout, 0 = 60 s */
 	const char *user_agent; /* NULL = "steadfast/<version> (linux)" */
-	int max_retries_429;    /* 0 = 5; -1 = never retry */
+	int max_retries_429;    /* 0 = 5; -1 = never retry (also bounds 5xx retries) */
 	int http1_only;
 	/* Connection health, as client-go's HTTP/2 health check: while
 	 * requests are in flight and nothing has been received for
@@ -227,6 +227,7 @@ typedef struct sf_kube_client_stats {
 	unsigned long by_code[6]; /* [0] transport errors, [n] nxx responses */
 	unsigned long throttled;  /* waited for a rate-limit token */
 	unsigned long retries_429;
+	unsigned long retries_5xx;    /* 5xx with Retry-After, idempotent requests only */
 	unsigned long writes_refused; /* by the write gate */
 	unsigned long writes_cancelled;
 	unsigned long http2_responses;     /* responses that came over HTTP/2 */

@@ -635,6 +635,13 @@ int sf_kube_client_metrics_write(const sf_kube_client *c, sf_buf *out)
 	return rc < 0 ? -ENOMEM : 0;
 }
 
+/* A request that may be sent again after an error answer. */
+static int idempotent(const char *method)
+{
+	return !strcmp(method, "GET") || !strcmp(method, "PUT") || !strcmp(method, "DELETE") ||
+	       !strcmp(method, "HEAD");
+}
+
 static void on_http_done(void *ud, const sf_http_result *hr)
 {
 	sf_kube_call *k = ud;
@@ -694,8 +701,14 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 		status_decode(&st, hr->status, res.body, res.body_len, hr->retry_after_s);
 		res.status = &st;
 		res.errmsg = st.message ? st.message : "";
-		if (sf_kube_is_too_many_requests(&res) && k->retries < c->max_retries_429 &&
-		    !c->closing) {
+		/* 429 always (nothing was done); a 5xx only with Retry-After
+		 * (the server says it is temporary, as client-go's checkWait
+		 * reads it) and only for a request that is safe to repeat: a
+		 * create that may have happened is never sent again blindly */
+		int retry_5xx = hr->status >= 500 && hr->status <= 599 && hr->retry_after_s > 0 &&
+		                idempotent(k->method);
+		if ((sf_kube_is_too_many_requests(&res) || retry_5xx) &&
+		    k->retries < c->max_retries_429 && !c->closing) {
 			long wait = st.retry_after_s > 0 ? st.retry_after_s : 1;
 			if (wait > MAX_RETRY_AFTER_S)
 				wait = MAX_RETRY_AFTER_S;
@@ -703,7 +716,10 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 			sf_log_debug("kube.client", "throttled by the server; retrying", "url",
 			             k->url, "retryAfterSeconds", sf_log_int(ws, wait), NULL);
 			k->retries++;
-			c->stats.retries_429++;
+			if (retry_5xx)
+				c->stats.retries_5xx++;
+			else
+				c->stats.retries_429++;
 			k->state = CALL_QUEUED;
 			k->not_before_ns = sf_mono_ns() + wait * SF_NSEC_PER_SEC;
 			if (k->ld) {

@@ -238,6 +238,48 @@ Test(client_errors, too_many_requests_honours_retry_after)
 	fx_close(&f);
 }
 
+/* A 5xx with Retry-After is retried for a request that is safe to repeat
+ * (a GET), never for a create: it may have happened (a retried create
+ * would still be safe by adoption, but it is not sent again blindly). */
+Test(client_errors, server_errors_with_retry_after_are_retried_only_when_idempotent)
+{
+	static const fake_resp script[] = {
+		{"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+		 "the server is shutting down", 0},
+		{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\",\"resourceVersion\":\"8\"}}", 0},
+		{"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+		 "the server is shutting down", 0},
+		{"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+		 "no Retry-After", 0},
+	};
+	fx f;
+	fx_open(&f, script, 4, NULL);
+	tl_res r = {0};
+	int64_t t0 = sf_mono_ns();
+	cr_assert_eq(sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", tl_res_cb, &r, NULL), 0);
+	tl_wait(&f.loop, &r, 10000);
+	cr_assert_eq(r.http_status, 200, "%ld %s", r.http_status, r.message);
+	cr_assert(sf_mono_ns() - t0 >= 900 * SF_NSEC_PER_MSEC, "retried before Retry-After");
+	tl_res_clear(&r);
+	/* a create answered 503 + Retry-After: not sent again */
+	cr_assert_eq(sf_kube_create(f.c, &SF_GVR_CONFIGMAPS, "ns", "{\"metadata\":{\"name\":\"y\"}}", tl_res_cb, &r, NULL), 0);
+	tl_wait(&f.loop, &r, 10000);
+	cr_assert_eq(r.http_status, 503);
+	tl_res_clear(&r);
+	/* a 5xx without Retry-After: not retried either */
+	cr_assert_eq(sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", tl_res_cb, &r, NULL), 0);
+	tl_wait(&f.loop, &r, 10000);
+	cr_assert_eq(r.http_status, 500);
+	tl_res_clear(&r);
+	cr_assert_eq(fakesrv_requests(f.srv), 4);
+	sf_kube_client_stats s;
+	sf_kube_client_stats_get(f.c, &s);
+	cr_assert_eq(s.retries_5xx, 1);
+	cr_assert_eq(s.retries_429, 0);
+	fx_close(&f);
+}
+
 typedef struct wctx {
 	tl_res r;
 	int events;
