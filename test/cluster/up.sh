@@ -201,10 +201,11 @@ start_etcd() {
 # wait_etcd [NAME] [URL]
 wait_etcd() {
   local name=${1:-etcd} url=${2:-$etcd_url}
-  local deadline=$(( $(now_ms) + 20000 ))
+  local deadline=$(( $(now_ms) + 20000 )) grace=$(( $(now_ms) + 3000 ))
   while :; do
     curl -s --max-time 2 "$url/health" 2>/dev/null | grep -q '"health":"true"' && return 0
-    component_running "$name" "$dir" || return 1
+    # (right after start_component the pid may not have exec'd etcd yet)
+    component_running "$name" "$dir" || [ "$(now_ms)" -lt "$grace" ] || return 1
     [ "$(now_ms)" -lt "$deadline" ] || { log "etcd not healthy after 20s"; return 1; }
     sleep 0.1
   done
