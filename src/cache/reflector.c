@@ -374,9 +374,12 @@ static void list_finish(sf_reflector *r, const char *rv)
 	if (stopping(r))
 		return;
 	if (r->next == NEXT_LIST || r->fresh_want_ns > r->applied_list_ns) {
-		/* asked for a list newer than this one (sf_reflector_want_fresh) */
+		/* a relist asked for during on_synced, or a list newer than
+		 * this one (sf_reflector_want_fresh: counted here, as the
+		 * forced relists are where they are asked for) */
+		if (r->next != NEXT_LIST)
+			r->stats.relists++;
 		r->next = NEXT_NONE;
-		r->stats.relists++;
 		list_start(r);
 		return;
 	}

@@ -929,26 +929,10 @@ static int readyz_is(void *ud)
 
 Test(appwrapper, starts_while_the_api_is_unreachable_and_recovers)
 {
-	const char *api = tl_env("STEADFAST_APISERVER");
-	const char *hp = strstr(api, "://") + 3;
-	char host[64];
-	size_t hl = strcspn(hp, ":");
-	snprintf(host, sizeof(host), "%.*s", (int)hl, hp);
-	tp_proxy *proxy = NULL;
-	cr_assert_eq(tp_start(&K.loop, host, atoi(hp + hl + 1), &proxy), 0);
-	tp_blackhole(proxy, 1); /* a partition: nothing gets through */
 	char kcfg[256];
 	snprintf(kcfg, sizeof(kcfg), "/tmp/steadfast-unreachable-%d.kubeconfig", (int)getpid());
-	FILE *f = fopen(kcfg, "w");
-	cr_assert(f);
-	fprintf(f,
-	        "apiVersion: v1\nkind: Config\nclusters:\n- name: p\n  cluster:\n"
-	        "    server: https://127.0.0.1:%d\n    certificate-authority: %s\n"
-	        "users:\n- name: admin\n  user:\n    client-certificate: %s\n    client-key: %s\n"
-	        "contexts:\n- name: p\n  context: {cluster: p, user: admin}\ncurrent-context: p\n",
-	        tp_port(proxy), tl_env("STEADFAST_CA"), tl_env("STEADFAST_ADMIN_CERT"),
-	        tl_env("STEADFAST_ADMIN_KEY"));
-	cr_assert_eq(fclose(f), 0);
+	tp_proxy *proxy = tl_api_proxy(&K.loop, kcfg);
+	tp_blackhole(proxy, 1); /* a partition: nothing gets through */
 	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "cut-off", .kubeconfig = kcfg};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
 	int hport = tl_ctl_port(&K.loop, c, "health");

@@ -82,27 +82,11 @@ static void teardown(void)
 
 TestSuite(deadconn, .init = setup, .fini = teardown, .timeout = 180);
 
-/* A proxy to the API server on K's loop and an admin kubeconfig through
- * it (TLS end to end: the server's certificate names 127.0.0.1). */
+/* The chaos proxy and an admin kubeconfig through it. */
 static void proxy_start(void)
 {
-	const char *api = tl_env("STEADFAST_APISERVER");
-	const char *hp = strstr(api, "://") + 3;
-	char host[64];
-	size_t hl = strcspn(hp, ":");
-	snprintf(host, sizeof(host), "%.*s", (int)hl, hp);
-	cr_assert_eq(tp_start(&K.loop, host, atoi(hp + hl + 1), &PROXY), 0);
 	snprintf(KCFG, sizeof(KCFG), "/tmp/steadfast-deadconn-%d.kubeconfig", (int)getpid());
-	FILE *f = fopen(KCFG, "w");
-	cr_assert(f);
-	fprintf(f,
-	        "apiVersion: v1\nkind: Config\nclusters:\n- name: p\n  cluster:\n"
-	        "    server: https://127.0.0.1:%d\n    certificate-authority: %s\n"
-	        "users:\n- name: admin\n  user:\n    client-certificate: %s\n    client-key: %s\n"
-	        "contexts:\n- name: p\n  context: {cluster: p, user: admin}\ncurrent-context: p\n",
-	        tp_port(PROXY), tl_env("STEADFAST_CA"), tl_env("STEADFAST_ADMIN_CERT"),
-	        tl_env("STEADFAST_ADMIN_KEY"));
-	cr_assert_eq(fclose(f), 0);
+	PROXY = tl_api_proxy(&K.loop, KCFG);
 }
 
 typedef struct cm_wait {

@@ -90,43 +90,8 @@ TestSuite(x_election_chaos, .init = setup, .fini = teardown, .timeout = 240);
 /* A proxy to the API server and a kubeconfig (admin identity) through it. */
 static const char *proxied_kubeconfig(int i)
 {
-	const char *api = tl_env("STEADFAST_APISERVER"); /* https://127.0.0.1:<port> */
-	const char *hp = strstr(api, "://");
-	cr_assert(hp, "STEADFAST_APISERVER %s", api);
-	hp += 3;
-	char host[64];
-	size_t hl = strcspn(hp, ":");
-	cr_assert(hl < sizeof(host) && hp[hl] == ':', "STEADFAST_APISERVER %s", api);
-	snprintf(host, sizeof(host), "%.*s", (int)hl, hp);
-	int port = atoi(hp + hl + 1);
-	int rc = tp_start(&K.loop, host, port, &PROXY[i]);
-	cr_assert_eq(rc, 0, "proxy: %s", uv_strerror(rc));
 	snprintf(KCFG[i], sizeof(KCFG[i]), "%s/kubeconfig-%d", TMPDIR, i);
-	FILE *f = fopen(KCFG[i], "w");
-	cr_assert(f, "%s", KCFG[i]);
-	fprintf(f,
-	        "apiVersion: v1\n"
-	        "kind: Config\n"
-	        "clusters:\n"
-	        "  - name: proxied\n"
-	        "    cluster:\n"
-	        "      server: https://127.0.0.1:%d\n"
-	        "      certificate-authority: %s\n"
-	        "users:\n"
-	        "  - name: admin\n"
-	        "    user:\n"
-	        "      client-certificate: %s\n"
-	        "      client-key: %s\n"
-	        "contexts:\n"
-	        "  - name: proxied\n"
-	        "    context:\n"
-	        "      cluster: proxied\n"
-	        "      user: admin\n"
-	        "      namespace: default\n"
-	        "current-context: proxied\n",
-	        tp_port(PROXY[i]), tl_env("STEADFAST_CA"), tl_env("STEADFAST_ADMIN_CERT"),
-	        tl_env("STEADFAST_ADMIN_KEY"));
-	cr_assert_eq(fclose(f), 0);
+	PROXY[i] = tl_api_proxy(&K.loop, KCFG[i]);
 	return KCFG[i];
 }
 

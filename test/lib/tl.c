@@ -348,3 +348,44 @@ char *tl_mint_token(tl_kube *k, const char *ns, const char *sa)
 	tl_res_clear(&r);
 	return tok;
 }
+
+tp_proxy *tl_api_proxy(uv_loop_t *loop, const char *path)
+{
+	const char *api = tl_env("STEADFAST_APISERVER"); /* https://127.0.0.1:<port> */
+	const char *hp = strstr(api, "://");
+	cr_assert(hp, "STEADFAST_APISERVER %s", api);
+	hp += 3;
+	char host[64];
+	size_t hl = strcspn(hp, ":");
+	cr_assert(hl < sizeof(host) && hp[hl] == ':', "STEADFAST_APISERVER %s", api);
+	snprintf(host, sizeof(host), "%.*s", (int)hl, hp);
+	tp_proxy *p = NULL;
+	int rc = tp_start(loop, host, atoi(hp + hl + 1), &p);
+	cr_assert_eq(rc, 0, "proxy: %s", uv_strerror(rc));
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fprintf(f,
+	        "apiVersion: v1\n"
+	        "kind: Config\n"
+	        "clusters:\n"
+	        "  - name: proxied\n"
+	        "    cluster:\n"
+	        "      server: https://127.0.0.1:%d\n"
+	        "      certificate-authority: %s\n"
+	        "users:\n"
+	        "  - name: admin\n"
+	        "    user:\n"
+	        "      client-certificate: %s\n"
+	        "      client-key: %s\n"
+	        "contexts:\n"
+	        "  - name: proxied\n"
+	        "    context:\n"
+	        "      cluster: proxied\n"
+	        "      user: admin\n"
+	        "      namespace: default\n"
+	        "current-context: proxied\n",
+	        tp_port(p), tl_env("STEADFAST_CA"), tl_env("STEADFAST_ADMIN_CERT"),
+	        tl_env("STEADFAST_ADMIN_KEY"));
+	cr_assert_eq(fclose(f), 0);
+	return p;
+}

@@ -16,6 +16,7 @@
 
 #include "steadfast/buf.h"
 #include "steadfast/client.h"
+#include "tcpproxy.h"
 
 /* Value of KEY from the cluster env file ($STEADFAST_CLUSTER_ENV); aborts
  * the test (criterion failure) when missing. Borrowed, static storage. */
@@ -69,6 +70,12 @@ void tl_namespace_delete(tl_kube *k, const char *ns);
  * NUL-terminated; NULL discards it). Returns its exit status, or -1 when
  * it did not exit normally. */
 int tl_sh(sf_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A chaos proxy (tcpproxy) on loop to the test control plane's API server,
+ * and at path an admin kubeconfig whose server is the proxy (TLS stays end
+ * to end: the server's certificate names 127.0.0.1). Fails the test on
+ * any error. */
+tp_proxy *tl_api_proxy(uv_loop_t *loop, const char *path);
 
 /* A bearer token for ServiceAccount ns/sa (TokenRequest, valid 1 h), as
  * the kubelet projects one into a pod; the caller frees it. Fails the test
