@@ -33,6 +33,9 @@ LIB := $(O)/libsteadfast.a
 BIN := $(O)/steadfast
 UNIT_BIN := $(O)/test/unit-tests
 INTEG_BIN := $(O)/test/integration-tests
+# The controller with its fault points live (test/shim/faults.c): only the
+# fault-injection tests start it; the shipped $(BIN) reads no fault settings.
+FAULT_BIN := $(O)/test/steadfast-faults
 DEPS_STAMP := $(O)/.deps-ok
 
 CLUSTER_DIR ?= $(CURDIR)/.cluster
@@ -82,6 +85,10 @@ $(LIB): $(LIB_OBJS)
 $(BIN): $(O)/$(MAIN_SRC:.c=.o) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+$(FAULT_BIN): $(O)/$(MAIN_SRC:.c=.o) $(O)/test/shim/faults.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
 $(UNIT_BIN): $(UNIT_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
@@ -115,8 +122,8 @@ cluster-down:
 
 # Integration tests start their own control plane in a temp dir (and stop it
 # whatever the outcome) unless STEADFAST_CLUSTER_ENV points at a running one.
-integration: $(INTEG_BIN) $(BIN) cluster-build image
-	@STEADFAST_BIN=$(BIN) STEADFAST_IMAGE=$(IMAGE) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
+integration: $(INTEG_BIN) $(BIN) $(FAULT_BIN) cluster-build image
+	@STEADFAST_BIN=$(BIN) STEADFAST_FAULT_BIN=$(FAULT_BIN) STEADFAST_IMAGE=$(IMAGE) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
 		$(INTEG_BIN) --jobs=1 $(CRITERION_ARGS)
 
 test: all

@@ -10,9 +10,9 @@
  * the API server is unreachable: informers and the election retry with
  * backoff.
  *
- * $STEADFAST_FAULT_WATCH_DELAY_MS (tests only) makes the controller's
- * component and pod informers apply watch events up to that many ms late,
- * to reproduce a cache that has not seen the controller's own creates.
+ * Fault point WATCH_DELAY_MS (test build only, see fault.h) makes the
+ * controller's component and pod informers apply watch events up to that
+ * many ms late, to reproduce a cache that has not seen its own creates.
  */
 #ifndef STEADFAST_MANAGER_H
 #define STEADFAST_MANAGER_H

@@ -23,6 +23,7 @@
 #include "steadfast/config.h"
 #include "steadfast/controller.h"
 #include "steadfast/election.h"
+#include "steadfast/fault.h"
 #include "steadfast/log.h"
 #include "steadfast/server.h"
 
@@ -244,10 +245,8 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		identity = idbuf;
 	sf_awctl_opts ao = {
 	    .cfg = o->cfg ? o->cfg : &defaults, .ns = o->watch_namespace, .identity = identity};
-	/* fault injection, for the stale-cache tests only */
-	const char *lag = getenv("STEADFAST_FAULT_WATCH_DELAY_MS");
-	if (lag && lag[0])
-		ao.fault_watch_delay_ms = atol(lag);
+	/* the stale-cache tests' fault point (0 in the shipped binary) */
+	ao.fault_watch_delay_ms = sf_fault("WATCH_DELAY_MS");
 	if ((rc = sf_awctl_new(&m.loop, m.client, &ao, &m.ctl)) < 0) {
 		sf_log_error(LOGGER, "cannot create the controller", "error", strerror(-rc), NULL);
 		goto fail;

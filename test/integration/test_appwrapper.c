@@ -703,7 +703,8 @@ static tl_ctl *replica(const char *id, long lag_ms)
 	                 .lease_ms = 1000,
 	                 .renew_ms = 700,
 	                 .retry_ms = 200,
-	                 .env = lag_ms ? env : NULL};
+	                 .env = lag_ms ? env : NULL,
+	                 .faults = lag_ms != 0};
 	return tl_ctl_start(&K.loop, &o);
 }
 
@@ -814,6 +815,25 @@ Test(appwrapper, incident_a_failover_with_cold_cache, .timeout = 1200)
 Test(appwrapper, incident_a_with_lagging_watches, .timeout = 1200)
 {
 	incident_a(2000, (int)env_long("STEADFAST_INCIDENT_LAG_ROUNDS", 20));
+}
+
+/* Fault points live only in the test build: the shipped binary, given the
+ * same environment, injects nothing (and says nothing about it). */
+Test(appwrapper, the_shipped_binary_reads_no_fault_settings)
+{
+	const char *env[] = {"STEADFAST_FAULT_WATCH_DELAY_MS=2000", NULL};
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-f", .id = "shipped", .env = env};
+	tl_ctl *shipped = tl_ctl_start(&K.loop, &o);
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, shipped, "\"msg\":\"reconciling\"", 0, 30000), 0);
+	cr_assert_eq(tl_ctl_count(shipped, "fault injection", 0), 0,
+	             "the shipped binary honoured STEADFAST_FAULT_WATCH_DELAY_MS");
+	tl_ctl_signal(shipped, SIGTERM);
+	cr_assert_eq(tl_ctl_wait_exit(&K.loop, shipped, 20000, NULL, NULL), 0);
+	/* the test build does inject: the incident tests rely on it */
+	o.id = "faults";
+	o.faults = 1;
+	tl_ctl *test_build = tl_ctl_start(&K.loop, &o);
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, test_build, "fault injection", 0, 30000), 0);
 }
 
 /* A huge AppWrapper (about 1 MiB: its container has a 1 MiB environment

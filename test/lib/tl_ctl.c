@@ -56,6 +56,12 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	snprintf(p->id, sizeof(p->id), "%s", o->id);
 	const char *bin = getenv("STEADFAST_BIN");
 	cr_assert(bin && bin[0], "STEADFAST_BIN is not set (run through make integration)");
+	const char *run = bin;
+	if (o->faults) {
+		run = getenv("STEADFAST_FAULT_BIN");
+		cr_assert(run && run[0],
+		          "STEADFAST_FAULT_BIN is not set (run through make integration)");
+	}
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", bin);
 	char *slash = strrchr(dir, '/');
@@ -83,7 +89,7 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 		args[na++] = "setpriv";
 		args[na++] = "--pdeathsig";
 		args[na++] = "KILL";
-		args[na++] = bin;
+		args[na++] = run;
 	}
 	cr_assert(na > 0);
 	if (!o->in_cluster) {

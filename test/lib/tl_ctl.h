@@ -1,7 +1,8 @@
 /*
  * tl_ctl.h - steadfast controller processes for the integration tests.
  *
- * Starts the real binary ($STEADFAST_BIN), or a launcher such as podman
+ * Starts the real binary ($STEADFAST_BIN; $STEADFAST_FAULT_BIN, the test
+ * build with its fault points live, when asked for faults), or a launcher such as podman
  * running the image, as a child on the test's loop,
  * under `setpriv --pdeathsig KILL` so a test that dies takes its
  * controllers with it, keeps every stderr line (the JSON logs) in memory
@@ -37,6 +38,9 @@ typedef struct tl_ctl_opts {
 	 * configuration and takes its identity from $POD_NAME, as in a pod
 	 * (id still names its log file). */
 	int in_cluster;
+	/* Run the test build whose fault points read $STEADFAST_FAULT_<NAME>
+	 * (pass them in env); the shipped binary ignores them. */
+	int faults;
 } tl_ctl_opts;
 
 tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o);
