@@ -118,6 +118,7 @@ struct sf_awctl {
 	char *ns;
 	long expect_timeout_ms;
 	long fault_delay_ms;
+	long fault_lost_creates; /* create answers still to drop */
 	sf_informer *aw_inf;
 	sf_informer *pod_inf;
 	sf_kinds *kinds; /* component kinds: every replica, from the AppWrapper informer */
@@ -610,6 +611,15 @@ static void create_done(req *r, const sf_kube_result *res)
 	op *o = r->o;
 	sf_awctl *c = r->c;
 	if (res->err == -EPERM || res->err == -ECANCELED || !op_live(o)) {
+		op_req_done(o);
+		return;
+	}
+	if (sf_kube_ok(res) && c->fault_lost_creates > 0) {
+		c->fault_lost_creates--;
+		sf_log_warn(LOGGER, "fault injection: the answer to a create is dropped",
+		            "namespace", o->aw->ns, "name", o->aw->name, "component", r->name,
+		            NULL);
+		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE, "the answer to the create was lost");
 		op_req_done(o);
 		return;
 	}
@@ -1406,6 +1416,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	c->expect_timeout_ms =
 	    opts && opts->expectation_timeout_ms > 0 ? opts->expectation_timeout_ms : 60000;
 	c->fault_delay_ms = opts ? opts->fault_watch_delay_ms : 0;
+	c->fault_lost_creates = opts ? opts->fault_lost_create_answers : 0;
 	if (opts && opts->ns && opts->ns[0] && !(c->ns = strdup(opts->ns)))
 		goto fail;
 	sf_queue_opts q = {

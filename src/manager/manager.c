@@ -245,8 +245,9 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		identity = idbuf;
 	sf_awctl_opts ao = {
 	    .cfg = o->cfg ? o->cfg : &defaults, .ns = o->watch_namespace, .identity = identity};
-	/* the stale-cache tests' fault point (0 in the shipped binary) */
+	/* the tests' fault points (0 in the shipped binary) */
 	ao.fault_watch_delay_ms = sf_fault("WATCH_DELAY_MS");
+	ao.fault_lost_create_answers = sf_fault("LOST_CREATE_ANSWERS");
 	if ((rc = sf_awctl_new(&m.loop, m.client, &ao, &m.ctl)) < 0) {
 		sf_log_error(LOGGER, "cannot create the controller", "error", strerror(-rc), NULL);
 		goto fail;

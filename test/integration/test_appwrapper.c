@@ -37,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/awcomp.h"
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
 #include "steadfast/log.h"
@@ -409,6 +410,40 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 	sf_obj *p = get_obj(&SF_GVR_PODS, "taken-pod");
 	cr_assert_not(sf_jv_ok(sf_jv_path(sf_obj_root(p), "metadata.deletionTimestamp")));
 	sf_obj_unref(p);
+}
+
+/* A create that lands but whose answer is lost (a timeout, a connection
+ * cut after the request went out) is not retried blindly by the client
+ * (test_client_errors.c); the controller's next step either sees the Job
+ * in its cache, controlled by this AppWrapper, or creates again, meets
+ * AlreadyExists, reads the object from the API server and adopts it. The
+ * component cache lags here (up to 10 s) so that the second route is the
+ * usual one. Either way: Running, with the one Job, never CreateFailed. */
+Test(appwrapper, a_create_whose_answer_was_lost_is_adopted_not_duplicated)
+{
+	const char *env[] = {"STEADFAST_FAULT_LOST_CREATE_ANSWERS=1",
+	                     "STEADFAST_FAULT_WATCH_DELAY_MS=10000", NULL};
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-l", .id = "lost", .env = env, .faults = 1};
+	tl_ctl *c = tl_ctl_start(&K.loop, &o);
+	create_job_aw("lost", NULL);
+	tl_aw_wait_phase(&W, "lost", "Suspended", 20000); /* the create-time defaults */
+	tl_aw_admit(&W, "lost", NULL);
+	tl_aw_wait_phase(&W, "lost", "Running", 60000);
+	cr_assert_eq(tl_ctl_count(c, "the answer to a create is dropped", 0), 1,
+	             "the fault was not injected");
+	cr_assert_eq(tl_ctl_count(c, "\"msg\":\"component created\"", 0), 0,
+	             "a second create succeeded");
+	char uid[64];
+	aw_uid("lost", uid, sizeof(uid));
+	sf_obj *job = get_obj(&SF_GVR_JOBS, "lost-job");
+	cr_assert(sf_awc_owned_by(sf_obj_root(job), uid), "the Job is not controlled by it");
+	sf_obj_unref(job);
+	char reason[64] = "";
+	tl_aw_cond(&W, "lost", "Unhealthy", reason, NULL);
+	cr_assert_str_neq(reason, "CreateFailed");
+	fprintf(stderr, "lost create answer: Running through %s\n",
+	        tl_ctl_count(c, "is ours: adopted", 0) ? "AlreadyExists and adoption"
+	                                               : "the cache seeing the Job");
 }
 
 Test(appwrapper, bad_components_fail_clearly_and_others_are_served)
