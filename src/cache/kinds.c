@@ -368,6 +368,19 @@ int sf_kinds_track(sf_kinds *ks, const char *owner_key, const char *const *pairs
 		if (!dup)
 			o->k[o->n++] = k;
 	}
+	/* the usual case, an owner seen again with the same kinds: nothing
+	 * to change */
+	const owner *cur = sf_strmap_get(ks->owners, owner_key);
+	if (cur && cur->n == o->n) {
+		size_t same = 0;
+		for (size_t i = 0; i < o->n; i++)
+			for (size_t j = 0; j < cur->n; j++)
+				same += o->k[i] == cur->k[j];
+		if (same == o->n) {
+			owner_free(o);
+			return 0;
+		}
+	}
 	/* use the new set before releasing the old, so a kind in both is
 	 * never idle in between */
 	for (size_t i = 0; i < o->n; i++)
