@@ -1,7 +1,7 @@
 # Steadfast - build, test, bench, fuzz and demo entry points.
 #
 # Sources are found by wildcard: every src/<module>/*.c and election/*.c goes
-# into libsteadfast.a, every test/unit/*.c into one criterion binary, every
+# into libsteadfast.a (src/cli/*.c, the program, into build/steadfast), every test/unit/*.c into one criterion binary, every
 # test/integration/*.c into another. `make help` lists the targets.
 
 SHELL := /bin/bash
@@ -20,8 +20,9 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 TEST_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
-LIB_SRCS := $(sort $(wildcard src/*/*.c) $(wildcard election/*.c))
-MAIN_SRC := src/main.c
+# src/cli/ is the program (main and its commands); the rest is the library.
+MAIN_SRC := $(sort $(wildcard src/cli/*.c))
+LIB_SRCS := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)) $(wildcard election/*.c))
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
 INTEG_SRCS := $(sort $(wildcard test/integration/*.c))
 TESTLIB_SRCS := $(sort $(wildcard test/lib/*.c))
@@ -79,7 +80,7 @@ $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN): $(O)/$(MAIN_SRC:.c=.o) $(LIB)
+$(BIN): $(MAIN_SRC:%.c=$(O)/%.o) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(UNIT_BIN): $(UNIT_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
