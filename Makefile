@@ -40,7 +40,7 @@ CLUSTER_DIR ?= $(CURDIR)/.cluster
 JOBS ?= 2
 
 .PHONY: all deps test unit integration bench fuzz fuzz-build asan lint format \
-	cluster-up cluster-down cluster-build demo clean help tidy-check image
+	cluster-up cluster-down cluster-build demo clean help tidy-check image install
 
 all: $(BIN)
 
@@ -57,6 +57,7 @@ help:
 	@echo "make cluster-up / cluster-down   local control plane in .cluster/"
 	@echo "make demo       local control plane, three replicas, samples, a failover"
 	@echo "make image      the controller image from the Containerfile (podman; IMAGE=name:tag)"
+	@echo "make install    $(BIN) to \$$DESTDIR\$$PREFIX/bin (/usr/local/bin), with the kubectl plugin link"
 
 # --- dependencies -----------------------------------------------------------
 $(DEPS_STAMP): tools/deps.sh
@@ -92,6 +93,16 @@ $(INTEG_BIN): $(INTEG_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# --- install ----------------------------------------------------------------
+# kubectl-steadfast makes the binary a kubectl plugin: `kubectl steadfast
+# lease status` runs it (it behaves the same under either name).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+install: $(BIN)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/steadfast
+	ln -sf steadfast $(DESTDIR)$(BINDIR)/kubectl-steadfast
 
 # --- image ------------------------------------------------------------------
 VERSION := $(shell sed -n 's/^\#define SF_VERSION "\(.*\)"/\1/p' include/steadfast/client.h)

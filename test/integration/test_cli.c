@@ -211,6 +211,20 @@ Test(cli, kubectl_plugin_symlink)
 	         tl_env("KUBECONFIG"), ns);
 	cr_assert_eq(run(prog, args, &out, &err), 3, "%s%s", out.data, err.data);
 	cr_assert(strstr(out.data, "\"exists\":false"), "%s", out.data);
+
+	/* and through kubectl itself, where one is installed */
+	if (tl_sh(NULL, "command -v kubectl >/dev/null") == 0) {
+		snprintf(prog, sizeof(prog), "PATH='%s':\"$PATH\" kubectl steadfast", dir);
+		snprintf(args, sizeof(args), "lease status --kubeconfig '%s' -n %s --name held",
+		         tl_env("KUBECONFIG"), ns);
+		cr_assert_eq(run(prog, args, &out, &err), 0, "%s%s", out.data, err.data);
+		cr_assert(strstr(out.data, "pod-p_42"), "%s", out.data);
+		cr_assert_eq(run(prog, "lease status --help", &out, &err), 0, "%s", err.data);
+		cr_assert(strstr(out.data, "Usage: kubectl steadfast lease status"), "%s",
+		          out.data);
+	} else {
+		cr_log_info("no kubectl on PATH: the plugin was run by its name only");
+	}
 	tl_namespace_delete(&k, ns);
 	tl_kube_close(&k);
 
