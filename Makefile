@@ -1,7 +1,7 @@
 # Steadfast - build, test, bench, fuzz and demo entry points.
 #
 # Sources are found by wildcard: every src/<module>/*.c and election/*.c goes
-# into libsteadfast.a, every test/unit/*.c into one criterion binary, every
+# into libsteadfast.a (src/cli/*.c, the program, into build/steadfast), every test/unit/*.c into one criterion binary, every
 # test/integration/*.c into another. `make help` lists the targets.
 
 SHELL := /bin/bash
@@ -20,8 +20,9 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 TEST_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
-LIB_SRCS := $(sort $(wildcard src/*/*.c) $(wildcard election/*.c))
-MAIN_SRC := src/main.c
+# src/cli/ is the program (main and its commands); the rest is the library.
+MAIN_SRC := $(sort $(wildcard src/cli/*.c))
+LIB_SRCS := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)) $(wildcard election/*.c))
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
 INTEG_SRCS := $(sort $(wildcard test/integration/*.c))
 TESTLIB_SRCS := $(sort $(wildcard test/lib/*.c))
@@ -42,7 +43,7 @@ CLUSTER_DIR ?= $(CURDIR)/.cluster
 JOBS ?= 2
 
 .PHONY: all deps test unit integration bench fuzz fuzz-build asan lint format \
-	cluster-up cluster-down cluster-build demo clean help tidy-check image
+	cluster-up cluster-down cluster-build demo clean help tidy-check image install
 
 all: $(BIN)
 
@@ -59,6 +60,7 @@ help:
 	@echo "make cluster-up / cluster-down   local control plane in .cluster/"
 	@echo "make demo       local control plane, three replicas, samples, a failover"
 	@echo "make image      the controller image from the Containerfile (podman; IMAGE=name:tag)"
+	@echo "make install    $(BIN) to \$$DESTDIR\$$PREFIX/bin (/usr/local/bin), with the kubectl plugin link"
 
 # --- dependencies -----------------------------------------------------------
 $(DEPS_STAMP): tools/deps.sh
@@ -82,7 +84,7 @@ $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN): $(O)/$(MAIN_SRC:.c=.o) $(LIB)
+$(BIN): $(MAIN_SRC:%.c=$(O)/%.o) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(FAULT_BIN): $(O)/$(MAIN_SRC:.c=.o) $(O)/test/shim/faults.o $(LIB)
@@ -98,6 +100,16 @@ $(INTEG_BIN): $(INTEG_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# --- install ----------------------------------------------------------------
+# kubectl-steadfast makes the binary a kubectl plugin: `kubectl steadfast
+# lease status` runs it (it behaves the same under either name).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+install: $(BIN)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/steadfast
+	ln -sf steadfast $(DESTDIR)$(BINDIR)/kubectl-steadfast
 
 # --- image ------------------------------------------------------------------
 VERSION := $(shell sed -n 's/^\#define SF_VERSION "\(.*\)"/\1/p' include/steadfast/client.h)

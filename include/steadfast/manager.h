@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "steadfast/awconfig.h"
+#include "steadfast/buf.h"
 
 #define SF_MGR_DEFAULT_LEASE "f134c674.codeflare.dev"
 
@@ -37,9 +38,10 @@ typedef struct sf_mgr_opts {
 	const sf_aw_config *cfg;           /* borrowed */
 } sf_mgr_opts;
 
-/* The command line, in controller-runtime's spelling (Go flag syntax:
- * -flag or --flag, "=value" or the next argument; booleans take only
- * "=value"). What it fills points into argv or into *store.
+/* The command line, in controller-runtime's spelling (Go flag syntax as
+ * flag.h parses it: -flag or --flag, "=value" or the next argument;
+ * booleans take only "=value"). argv[0] is the program's name. What it
+ * fills points into argv or into *store.
  *   --kubeconfig --context --leader-elect[=bool] --leader-election-id
  *   --leader-election-namespace --leader-elect-lease-duration
  *   --leader-elect-renew-deadline --leader-elect-retry-period (Go durations)
@@ -49,8 +51,9 @@ typedef struct sf_mgr_opts {
  * The operator config (--config) is loaded and validated into store->cfg;
  * bind-address flags override its controllerManager keys, and
  * --leader-elect overrides its leaderElection (default on).
- * Returns 0, 1 for --help/--version (printed to stdout by the caller with
- * sf_mgr_usage), or -EINVAL with a message naming the flag in err. */
+ * Returns 0, 1 for -h/--help/--version (printed to stdout by the caller,
+ * the flags with sf_mgr_usage), or -EINVAL with a message naming the flag
+ * in err. */
 typedef struct sf_mgr_flags {
 	sf_aw_config cfg;
 	int want_help, want_version;
@@ -59,7 +62,8 @@ typedef struct sf_mgr_flags {
 } sf_mgr_flags;
 int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *opts, sf_mgr_flags *store, char *err,
                        size_t errlen);
-const char *sf_mgr_usage(void);
+/* Appends the flag table (one line per flag, with its default) to out. */
+int sf_mgr_usage(sf_buf *out);
 
 /* Runs until SIGTERM/SIGINT. Returns the process exit code (0 after a
  * clean shutdown; 1 when it cannot start, with the reason logged). */

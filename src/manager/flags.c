@@ -4,241 +4,153 @@
  * Flags are spelled as controller-runtime based controllers spell them, so
  * a Deployment written for the upstream controller keeps working; values
  * are checked here so a typo is a clear start-up error naming the flag,
- * never a silently ignored setting.
+ * never a silently ignored setting. The syntax is the flag module's
+ * (flag.h), which every steadfast command shares.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/flag.h"
 #include "steadfast/log.h"
 #include "steadfast/manager.h"
 
-enum {
-	F_KUBECONFIG = 1,
-	F_CONTEXT,
-	F_LEADER_ELECT,
-	F_LEASE_ID,
-	F_LEASE_NS,
-	F_LEASE_DURATION,
-	F_RENEW_DEADLINE,
-	F_RETRY_PERIOD,
-	F_METRICS,
-	F_HEALTH,
-	F_CONFIG,
-	F_LOG_LEVEL,
-	F_NAMESPACE,
-	F_IDENTITY,
-	F_QPS,
-	F_BURST,
-	F_HELP,
-	F_VERSION,
-};
+/* What the flags set before it is checked and combined into opts and
+ * the operator config. */
+typedef struct raw {
+	const char *config, *metrics, *health;
+	int leader_elect;
+	int64_t lease_ns, renew_ns, retry_ns;
+	double qps;
+	long burst;
+} raw;
 
-static const struct flag {
-	const char *name;
-	int id;
-	int is_bool;
-} flags[] = {
-    {"kubeconfig", F_KUBECONFIG, 0},
-    {"context", F_CONTEXT, 0},
-    {"leader-elect", F_LEADER_ELECT, 1},
-    {"leader-election-id", F_LEASE_ID, 0},
-    {"leader-election-namespace", F_LEASE_NS, 0},
-    {"leader-elect-lease-duration", F_LEASE_DURATION, 0},
-    {"leader-elect-renew-deadline", F_RENEW_DEADLINE, 0},
-    {"leader-elect-retry-period", F_RETRY_PERIOD, 0},
-    {"metrics-bind-address", F_METRICS, 0},
-    {"health-probe-bind-address", F_HEALTH, 0},
-    {"config", F_CONFIG, 0},
-    {"zap-log-level", F_LOG_LEVEL, 0},
-    {"namespace", F_NAMESPACE, 0},
-    {"identity", F_IDENTITY, 0},
-    {"kube-api-qps", F_QPS, 0},
-    {"kube-api-burst", F_BURST, 0},
-    {"help", F_HELP, 1},
-    {"h", F_HELP, 1},
-    {"version", F_VERSION, 1},
-};
-
-const char *sf_mgr_usage(void)
+static int set_log_level(void *ud, const char *v, char *why, size_t whylen)
 {
-	return "usage: steadfast [flags]            run the AppWrapper controller\n"
-	       "       steadfast apply -f FILE [-n NAMESPACE]   server-side apply of a manifest\n"
-	       "       steadfast get appwrappers [-n NAMESPACE]\n"
-	       "       steadfast cluster-info [--kubeconfig PATH] [--context NAME]\n"
-	       "       steadfast lease status [-n NAMESPACE] [--name LEASE] [-o text|json]\n"
-	       "\n"
-	       "flags:\n"
-	       "  --kubeconfig PATH                  kubeconfig (default $KUBECONFIG, "
-	       "~/.kube/config,\n"
-	       "                                     in-cluster)\n"
-	       "  --context NAME                     kubeconfig context\n"
-	       "  --config FILE                      operator config (upstream's YAML keys)\n"
-	       "  --leader-elect[=true|false]        campaign for the Lease (default true)\n"
-	       "  --leader-election-id NAME          Lease name (default f134c674.codeflare.dev)\n"
-	       "  --leader-election-namespace NS     Lease namespace (default $POD_NAMESPACE)\n"
-	       "  --leader-elect-lease-duration D    default 15s\n"
-	       "  --leader-elect-renew-deadline D    default 10s\n"
-	       "  --leader-elect-retry-period D      default 2s\n"
-	       "  --metrics-bind-address ADDR        default from the config, :8080\n"
-	       "  --health-probe-bind-address ADDR   default from the config, :8081\n"
-	       "  --zap-log-level LEVEL              debug, info, error, or a number (default "
-	       "info)\n"
-	       "  --namespace NS                     watch only this namespace\n"
-	       "  --identity ID                      election identity (default <pod>_<random>)\n"
-	       "  --kube-api-qps N                   API client rate limit, requests/s (default "
-	       "50;\n"
-	       "                                     0 or less: no client-side limit)\n"
-	       "  --kube-api-burst N                 API client burst (default 100)\n"
-	       "  --version, --help\n";
-}
-
-static int parse_bool(const char *v, int *out)
-{
-	static const char *const t[] = {"1", "t", "T", "true", "TRUE", "True"};
-	static const char *const f[] = {"0", "f", "F", "false", "FALSE", "False"};
-	for (size_t i = 0; i < 6; i++) {
-		if (strcmp(v, t[i]) == 0)
-			return *out = 1, 0;
-		if (strcmp(v, f[i]) == 0)
-			return *out = 0, 0;
-	}
-	return -EINVAL;
-}
-
-static int parse_dur_ms(const char *v, long *out)
-{
-	int64_t ns;
-	if (sf_go_duration_parse(v, &ns) != 0 || ns <= 0)
+	sf_mgr_flags *st = ud;
+	if (sf_log_parse_level(v, &st->log_level) != 0) {
+		snprintf(why, whylen, "want debug, info, warn, error or a number 0-10");
 		return -EINVAL;
-	*out = (long)(ns / 1000000);
-	return *out > 0 ? 0 : -EINVAL;
+	}
+	st->log_level_set = 1;
+	return 0;
+}
+
+static void define(sf_flagset *fs, sf_mgr_opts *o, raw *r, sf_mgr_flags *st)
+{
+	sf_flag_init(fs, "steadfast", "", "[flags]", NULL);
+	sf_flag_string(fs, &o->kubeconfig, "kubeconfig", 0, "PATH",
+	               "kubeconfig; default $KUBECONFIG, else in-cluster,\n"
+	               "else ~/.kube/config");
+	sf_flag_string(fs, &o->context, "context", 0, "NAME", "kubeconfig context");
+	sf_flag_string(fs, &r->config, "config", 0, "FILE",
+	               "operator config (upstream's YAML keys)");
+	sf_flag_bool(fs, &r->leader_elect, "leader-elect", 0,
+	             "campaign for the Lease; =false: reconcile at once, with\n"
+	             "no election (a single replica only)")
+	    ->def = "true";
+	sf_flag_string(fs, &o->lease_name, "leader-election-id", 0, "NAME", "Lease name")->def =
+	    SF_MGR_DEFAULT_LEASE;
+	sf_flag_string(fs, &o->lease_namespace, "leader-election-namespace", 0, "NS",
+	               "Lease namespace")
+	    ->def = "$POD_NAMESPACE";
+	sf_flag_duration(fs, &r->lease_ns, "leader-elect-lease-duration", 0, "D",
+	                 "how long a Lease not renewed stays held")
+	    ->def = "15s";
+	sf_flag_duration(fs, &r->renew_ns, "leader-elect-renew-deadline", 0, "D",
+	                 "the leader stops writing this long after its\n"
+	                 "last renew")
+	    ->def = "10s";
+	sf_flag_duration(fs, &r->retry_ns, "leader-elect-retry-period", 0, "D",
+	                 "renew and poll interval")
+	    ->def = "2s";
+	sf_flag_string(fs, &r->metrics, "metrics-bind-address", 0, "ADDR", "/metrics; 0: off")
+	    ->def = "the config's, :8080";
+	sf_flag_string(fs, &r->health, "health-probe-bind-address", 0, "ADDR",
+	               "/healthz and /readyz; 0: off")
+	    ->def = "the config's, :8081";
+	sf_flag_func(fs, set_log_level, st, "zap-log-level", 0, "LEVEL",
+	             "debug, info, warn, error, or a number")
+	    ->def = "info";
+	sf_flag_string(fs, &o->watch_namespace, "namespace", 0, "NS",
+	               "reconcile only this namespace's AppWrappers");
+	sf_flag_string(fs, &o->identity, "identity", 0, "ID",
+	               "election identity; default <$POD_NAME or hostname>_<random>");
+	sf_flag_double(fs, &r->qps, "kube-api-qps", 0, "N",
+	               "API client rate limit, requests/s; 0 or less:\n"
+	               "no client-side limit")
+	    ->def = "50";
+	sf_flag_long(fs, &r->burst, "kube-api-burst", 0, "N", 1, 100000, "API client burst")->def =
+	    "100";
+	sf_flag_bool(fs, &st->want_version, "version", 0, "print the version and exit");
+}
+
+int sf_mgr_usage(sf_buf *out)
+{
+	sf_flagset fs;
+	sf_mgr_opts o;
+	raw r;
+	sf_mgr_flags st;
+	define(&fs, &o, &r, &st);
+	return sf_flag_usage_flags(&fs, out);
+}
+
+/* A duration flag in whole milliseconds: 0, or -EINVAL below 1 ms. */
+static int to_ms(const sf_flagset *fs, const char *name, int64_t ns, long *ms, char *err,
+                 size_t errlen)
+{
+	if (!sf_flag_lookup(fs, name)->set)
+		return 0;
+	*ms = (long)(ns / 1000000);
+	if (*ms > 0)
+		return 0;
+	snprintf(err, errlen, "invalid value for --%s: want at least 1ms", name);
+	return -EINVAL;
 }
 
 int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, char *err,
                        size_t errlen)
 {
-	const char *config = NULL, *metrics = NULL, *health = NULL;
-	int leader_elect = -1;
+	sf_flagset fs;
+	raw r = {0};
 	memset(o, 0, sizeof(*o));
 	memset(st, 0, sizeof(*st));
 	sf_awcfg_defaults(&st->cfg);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (a[0] != '-' || a[1] == 0) {
-			snprintf(err, errlen, "unexpected argument %s", a);
-			return -EINVAL;
-		}
-		const char *name = a + (a[1] == '-' ? 2 : 1);
-		const char *eq = strchr(name, '=');
-		size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-		const struct flag *f = NULL;
-		for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
-			if (strlen(flags[k].name) == nlen &&
-			    strncmp(flags[k].name, name, nlen) == 0)
-				f = &flags[k];
-		if (!f) {
-			snprintf(err, errlen, "flag provided but not defined: -%.*s", (int)nlen,
-			         name);
-			return -EINVAL;
-		}
-		const char *v = eq ? eq + 1 : NULL;
-		if (!v && !f->is_bool) {
-			if (i + 1 >= argc) {
-				snprintf(err, errlen, "flag needs an argument: -%s", f->name);
-				return -EINVAL;
-			}
-			v = argv[++i];
-		}
-		int b = 1;
-		if (f->is_bool && v && parse_bool(v, &b) != 0) {
-			snprintf(err, errlen, "invalid boolean value \"%s\" for -%s", v, f->name);
-			return -EINVAL;
-		}
-		long ms = 0;
-		switch (f->id) {
-		case F_KUBECONFIG: o->kubeconfig = v; break;
-		case F_CONTEXT: o->context = v; break;
-		case F_LEADER_ELECT: leader_elect = b; break;
-		case F_LEASE_ID: o->lease_name = v; break;
-		case F_LEASE_NS: o->lease_namespace = v; break;
-		case F_LEASE_DURATION:
-		case F_RENEW_DEADLINE:
-		case F_RETRY_PERIOD:
-			if (parse_dur_ms(v, &ms) != 0) {
-				snprintf(err, errlen,
-				         "invalid value \"%s\" for -%s: want a positive duration "
-				         "such as 15s",
-				         v, f->name);
-				return -EINVAL;
-			}
-			if (f->id == F_LEASE_DURATION)
-				o->lease_ms = ms;
-			else if (f->id == F_RENEW_DEADLINE)
-				o->renew_ms = ms;
-			else
-				o->retry_ms = ms;
-			break;
-		case F_METRICS: metrics = v; break;
-		case F_HEALTH: health = v; break;
-		case F_CONFIG: config = v; break;
-		case F_LOG_LEVEL:
-			if (sf_log_parse_level(v, &st->log_level) != 0) {
-				snprintf(err, errlen, "invalid value \"%s\" for -zap-log-level", v);
-				return -EINVAL;
-			}
-			st->log_level_set = 1;
-			break;
-		case F_NAMESPACE: o->watch_namespace = v; break;
-		case F_IDENTITY: o->identity = v; break;
-		case F_QPS: {
-			char *end;
-			double q = strtod(v, &end);
-			if (end == v || *end) {
-				snprintf(err, errlen, "invalid value \"%s\" for -kube-api-qps", v);
-				return -EINVAL;
-			}
-			o->kube_api_qps = q > 0 ? q : -1;
-			break;
-		}
-		case F_BURST: {
-			char *end;
-			long nb = strtol(v, &end, 10);
-			if (end == v || *end || nb < 1 || nb > 100000) {
-				snprintf(err, errlen,
-				         "invalid value \"%s\" for -kube-api-burst: want 1..100000",
-				         v);
-				return -EINVAL;
-			}
-			o->kube_api_burst = (int)nb;
-			break;
-		}
-		case F_HELP: st->want_help = b; break;
-		case F_VERSION: st->want_version = b; break;
-		}
-	}
+	define(&fs, o, &r, st);
+	int rc = sf_flag_parse(&fs, argc > 0 ? argc - 1 : 0, argv + (argc > 0), err, errlen);
+	st->want_help = fs.help;
+	if (rc < 0)
+		return rc;
 	if (st->want_help || st->want_version)
 		return 1;
+	if (to_ms(&fs, "leader-elect-lease-duration", r.lease_ns, &o->lease_ms, err, errlen) ||
+	    to_ms(&fs, "leader-elect-renew-deadline", r.renew_ns, &o->renew_ms, err, errlen) ||
+	    to_ms(&fs, "leader-elect-retry-period", r.retry_ns, &o->retry_ms, err, errlen))
+		return -EINVAL;
+	if (sf_flag_lookup(&fs, "kube-api-qps")->set)
+		o->kube_api_qps = r.qps > 0 ? r.qps : -1;
+	if (sf_flag_lookup(&fs, "kube-api-burst")->set)
+		o->kube_api_burst = (int)r.burst;
 	st->cfg.leader_election = -1; /* "not set": the flag's default (on) applies */
-	if (config) {
+	if (r.config) {
 		char cerr[400];
-		if (sf_awcfg_load_file(&st->cfg, config, cerr, sizeof(cerr)) != 0) {
-			snprintf(err, errlen, "--config %s: %s", config, cerr);
+		if (sf_awcfg_load_file(&st->cfg, r.config, cerr, sizeof(cerr)) != 0) {
+			snprintf(err, errlen, "--config %s: %s", r.config, cerr);
 			return -EINVAL;
 		}
 	}
-	if (metrics)
-		snprintf(st->cfg.metrics_bind, sizeof(st->cfg.metrics_bind), "%s", metrics);
-	if (health)
-		snprintf(st->cfg.health_bind, sizeof(st->cfg.health_bind), "%s", health);
+	if (r.metrics)
+		snprintf(st->cfg.metrics_bind, sizeof(st->cfg.metrics_bind), "%s", r.metrics);
+	if (r.health)
+		snprintf(st->cfg.health_bind, sizeof(st->cfg.health_bind), "%s", r.health);
 	char verr[400];
 	if (sf_awcfg_validate(&st->cfg, verr, sizeof(verr)) != 0) {
 		snprintf(err, errlen, "operator config: %s", verr);
 		return -EINVAL;
 	}
-	if (leader_elect >= 0)
-		o->leader_elect = leader_elect;
+	if (sf_flag_lookup(&fs, "leader-elect")->set)
+		o->leader_elect = r.leader_elect;
 	else
 		o->leader_elect = st->cfg.leader_election != 0; /* unset (-1) = on */
 	o->cfg = &st->cfg;

@@ -41,10 +41,20 @@ static int run(const char *ns, const char *name, const char *extra, char *out, s
 	return st;
 }
 
-static void lease(const char *ns, const char *name, const char *holder)
+static void create(const char *ns, const char *body)
+{
+	tl_res r = {0};
+	cr_assert_eq(sf_kube_create(K.client, &SF_GVR_LEASES, ns, body, tl_res_cb, &r, NULL), 0);
+	tl_wait(&K.loop, &r, 30000);
+	cr_assert_eq(r.http_status, 201, "%s", r.message);
+	tl_res_clear(&r);
+}
+
+/* A Lease renewed age_s seconds ago. */
+static void lease_aged(const char *ns, const char *name, const char *holder, int age_s)
 {
 	char now[40], body[768];
-	sf_time_rfc3339micro(sf_wall_ns(), now, sizeof(now));
+	sf_time_rfc3339micro(sf_wall_ns() - (int64_t)age_s * 1000000000, now, sizeof(now));
 	snprintf(body, sizeof(body),
 	         "{\"apiVersion\":\"coordination.k8s.io/"
 	         "v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"%s\"},"
@@ -52,11 +62,12 @@ static void lease(const char *ns, const char *name, const char *holder)
 	         "\"%s\","
 	         "\"renewTime\":\"%s\",\"leaseTransitions\":3}}",
 	         name, holder, now, now);
-	tl_res r = {0};
-	cr_assert_eq(sf_kube_create(K.client, &SF_GVR_LEASES, ns, body, tl_res_cb, &r, NULL), 0);
-	tl_wait(&K.loop, &r, 30000);
-	cr_assert_eq(r.http_status, 201, "%s", r.message);
-	tl_res_clear(&r);
+	create(ns, body);
+}
+
+static void lease(const char *ns, const char *name, const char *holder)
+{
+	lease_aged(ns, name, holder, 0);
 }
 
 Test(lease_status, held_released_and_absent)
@@ -81,5 +92,40 @@ Test(lease_status, held_released_and_absent)
 	lease(ns, "released", "");
 	cr_assert_eq(run(ns, "released", "", out, sizeof(out)), 2, "%s", out);
 	cr_assert_eq(run(ns, "absent", "", out, sizeof(out)), 3, "%s", out);
+	tl_namespace_delete(&K, ns);
+}
+
+/* The other verdicts, and the code of a usage error, which no verdict
+ * shares. */
+Test(lease_status, expired_invalid_unreadable_and_usage)
+{
+	char ns[64], out[4096];
+	tl_namespace(&K, "it-ls", ns, sizeof(ns));
+	lease_aged(ns, "expired", "pod-b_5678", 600);
+	cr_assert_eq(run(ns, "expired", "", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "expired"), "%s", out);
+	cr_assert_eq(run(ns, "expired", "-o json", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "\"status\":\"expired\""), "%s", out);
+	/* held, but no renewTime and no duration */
+	char body[512];
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+	         "\"metadata\":{\"name\":\"invalid\"},\"spec\":{\"holderIdentity\":\"x\"}}");
+	create(ns, body);
+	cr_assert_eq(run(ns, "invalid", "", out, sizeof(out)), 4, "%s", out);
+	cr_assert(strstr(out, "invalid"), "%s", out);
+
+	/* no credentials: unreadable (5), not a usage error */
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	const char *bin = getenv("STEADFAST_BIN") ? getenv("STEADFAST_BIN") : "build/steadfast";
+	cr_assert_eq(
+	    tl_sh(&b, "%s lease status --kubeconfig /nonexistent/kc -n %s 2>/dev/null", bin, ns),
+	    5);
+	/* usage errors: 64, whatever else is on the line */
+	cr_assert_eq(run(ns, "expired", "-o yaml 2>/dev/null", out, sizeof(out)), 64, "%s", out);
+	cr_assert_eq(run(ns, "expired", "--bogus 2>/dev/null", out, sizeof(out)), 64, "%s", out);
+	cr_assert_eq(run(ns, "expired", "--name 2>/dev/null", out, sizeof(out)), 64, "%s", out);
+	sf_buf_free(&b);
 	tl_namespace_delete(&K, ns);
 }

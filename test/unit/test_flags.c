@@ -105,7 +105,15 @@ Test(flags, help_and_version)
 	cr_assert(f.want_help);
 	cr_assert_eq(parse(&o, &f, err, sizeof(err), "-version", NULL), 1);
 	cr_assert(f.want_version);
-	cr_assert(strstr(sf_mgr_usage(), "--leader-elect-renew-deadline"));
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "-h", NULL), 1);
+	cr_assert(f.want_help);
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	cr_assert_eq(sf_mgr_usage(&b), 0);
+	cr_assert(strstr(b.data, "      --leader-elect-renew-deadline D "), "%s", b.data);
+	cr_assert(strstr(b.data, "(default 10s)"), "%s", b.data);
+	cr_assert(strstr(b.data, "  -h, --help "), "%s", b.data);
+	sf_buf_free(&b);
 }
 
 static const char *write_tmp(const char *text)
