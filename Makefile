@@ -87,7 +87,7 @@ $(LIB): $(LIB_OBJS)
 $(BIN): $(MAIN_SRC:%.c=$(O)/%.o) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(FAULT_BIN): $(O)/$(MAIN_SRC:.c=.o) $(O)/test/shim/faults.o $(LIB)
+$(FAULT_BIN): $(MAIN_SRC:%.c=$(O)/%.o) $(O)/test/shim/faults.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
