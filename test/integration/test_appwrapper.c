@@ -862,6 +862,46 @@ static int never_true(void *ud)
 	return 0;
 }
 
+/* Checks the text format of a /metrics body: every family has one
+ * "# HELP" directly followed by its "# TYPE", declared once, and each sample
+ * belongs to the family declared last (a histogram's by its _bucket, _sum
+ * and _count series). */
+static void expect_one_header_per_family(const char *body)
+{
+	char seen[8192] = "\n", fam[128] = "", type[16] = "";
+	const char *l = body;
+	while (*l) {
+		const char *nl = strchr(l, '\n');
+		cr_assert(nl, "/metrics does not end in a newline");
+		char line[512];
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - l), l);
+		char name[128];
+		if (sscanf(line, "# HELP %127s", name) == 1) {
+			char key[132];
+			snprintf(key, sizeof(key), "\n%s\n", name);
+			cr_assert(!strstr(seen, key), "family %s declared twice:\n%s", name, body);
+			cr_assert(strlen(seen) + strlen(name) + 2 < sizeof(seen));
+			strcat(seen, name);
+			strcat(seen, "\n");
+			const char *next = nl + 1;
+			cr_assert(sscanf(next, "# TYPE %127s %15s", fam, type) == 2 &&
+			              strcmp(fam, name) == 0,
+			          "no TYPE right after HELP of %s", name);
+			l = strchr(next, '\n') + 1;
+			continue;
+		}
+		cr_assert(line[0] != '#', "stray comment: %s", line);
+		cr_assert(sscanf(line, "%127[a-zA-Z0-9_:]", name) == 1, "bad line: %s", line);
+		size_t fl = strlen(fam);
+		int ok = strcmp(name, fam) == 0;
+		if (!ok && strcmp(type, "histogram") == 0 && strncmp(name, fam, fl) == 0)
+			ok = strcmp(name + fl, "_bucket") == 0 || strcmp(name + fl, "_sum") == 0 ||
+			     strcmp(name + fl, "_count") == 0;
+		cr_assert(ok, "sample %s outside its family (last declared: %s)", line, fam);
+		l = nl + 1;
+	}
+}
+
 Test(appwrapper, probes_and_metrics)
 {
 	tl_ctl *c = controller("solo");
@@ -906,6 +946,7 @@ Test(appwrapper, probes_and_metrics)
 		}
 		cr_assert(strstr(b.data, needles[i]), "/metrics lacks %s:\n%s", needles[i], b.data);
 	}
+	expect_one_header_per_family(b.data);
 	sf_buf_free(&b);
 }
 
