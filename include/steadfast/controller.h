@@ -23,14 +23,13 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awconfig.h"
 #include "steadfast/buf.h"
 #include "steadfast/prom.h"
 #include "steadfast/client.h"
 
 typedef struct sf_awctl sf_awctl;
-
-extern const sf_gvr SF_GVR_APPWRAPPERS;
 
 typedef struct sf_awctl_opts {
 	const sf_aw_config *cfg; /* borrowed, must outlive the controller */

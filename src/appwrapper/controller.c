@@ -38,7 +38,7 @@
 #include "steadfast/strmap.h"
 #include "steadfast/time.h"
 
-const sf_gvr SF_GVR_APPWRAPPERS = {"workload.codeflare.dev", "v1beta2", "appwrappers", 1};
+const sf_gvr SF_GVR_APPWRAPPERS = {SF_AW_GROUP, SF_AW_VERSION, SF_AW_RESOURCE, 1};
 
 #define LOGGER "appwrapper"
 #define FIELD_MANAGER "steadfast"
@@ -1001,7 +1001,7 @@ static void emit_events(op *o)
 {
 	for (size_t i = 0; i < o->plan.nevents; i++) {
 		const sf_awp_event *e = &o->plan.events[i];
-		sf_events_emit(o->c->events, o->aw, SF_AW_API_VERSION, "AppWrapper",
+		sf_events_emit(o->c->events, o->aw, SF_AW_API_VERSION, SF_AW_KIND,
 		               e->warning ? "Warning" : "Normal", e->reason, e->message);
 	}
 }
@@ -1425,7 +1425,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	};
 	if ((rc = sf_kinds_new(loop, client, &ko, &c->kinds)) < 0)
 		goto fail;
-	if ((rc = informer_for(c, &SF_GVR_APPWRAPPERS, NULL, "appwrappers", &c->aw_inf)) < 0 ||
+	if ((rc = informer_for(c, &SF_GVR_APPWRAPPERS, NULL, SF_AW_RESOURCE, &c->aw_inf)) < 0 ||
 	    (rc = informer_for(c, &SF_GVR_PODS, SF_AW_LABEL, "pods", &c->pod_inf)) < 0 ||
 	    (rc = sf_informer_add_handler(c->aw_inf, &aw_handler, c)) < 0 ||
 	    (rc = sf_informer_add_handler(c->pod_inf, &labelled_handler, c)) < 0)

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
 #include "steadfast/log.h"
@@ -71,7 +72,7 @@ static tl_ctl *controller(const char *id)
 }
 
 static const char *JOB_AW =
-    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
     "\"name\":\"%s\",\"annotations\":{%s}},\"spec\":{\"suspend\":false,\"components\":[{"
     "\"template\":{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"%s-job\"},"
     "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
@@ -98,7 +99,7 @@ static int pods_visit(void *ud, sf_obj *o)
 {
 	pods_find *f = ud;
 	sf_jv l = sf_jv_path(sf_obj_root(o), "metadata.labels");
-	if (f->n < 8 && sf_jv_streq(sf_jv_get(l, TL_AW_LABEL), f->aw) &&
+	if (f->n < 8 && sf_jv_streq(sf_jv_get(l, SF_AW_LABEL), f->aw) &&
 	    !sf_jv_ok(sf_jv_path(sf_obj_root(o), "metadata.deletionTimestamp")))
 		snprintf(f->names[f->n++], 254, "%s", o->name);
 	return 0;
@@ -118,9 +119,9 @@ Test(appwrapper, job_succeeds_then_ttl_removes_components)
 {
 	tl_ctl *c = controller("solo");
 	tl_aw_create(&W,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	             "\"metadata\":{\"name\":\"happy\",\"annotations\":{"
-	             "\"workload.codeflare.dev.appwrapper/successTTLDuration\":\"3s\"}},\"spec\":{"
+	             "\"" SF_AW_ANNOT_PREFIX "successTTLDuration\":\"3s\"}},\"spec\":{"
 	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
 	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"happy-job\"},\"spec\":{"
 	             "\"parallelism\":2,\"completions\":2,\"backoffLimit\":0,\"template\":{"
@@ -172,7 +173,7 @@ Test(appwrapper, job_succeeds_then_ttl_removes_components)
 }
 
 static const char *POD_AW =
-    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
     "\"name\":\"%s\",\"annotations\":{%s}},\"spec\":{\"suspend\":false,\"components\":[{"
     "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
     "\"spec\":{\"restartPolicy\":\"Never\",%s\"containers\":[{\"name\":\"main\",\"image\":"
@@ -231,7 +232,7 @@ Test(appwrapper, podsetinfos_are_injected_into_a_pod)
 	sf_jv p = sf_obj_root(pod);
 	sf_jv labels = sf_jv_path(p, "metadata.labels");
 	cr_assert(sf_jv_streq(sf_jv_get(labels, "kueue.x-k8s.io/podset"), "main"), "%s", pod->json);
-	cr_assert(sf_jv_streq(sf_jv_get(labels, "workload.codeflare.dev/appwrapper"), "inject"));
+	cr_assert(sf_jv_streq(sf_jv_get(labels, SF_AW_LABEL), "inject"));
 	cr_assert(sf_jv_streq(
 	    sf_jv_get(sf_jv_path(p, "metadata.annotations"), "kueue.x-k8s.io/workload"), "w1"));
 	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.nodeSelector.pool"), "gpu"));
@@ -260,8 +261,9 @@ Test(appwrapper, suspending_a_running_appwrapper_removes_its_resources)
 	char pod[254];
 	tl_aw_wait_pod(&W, "susp", pod, sizeof(pod), 20000);
 	tl_aw_kubelet(&W, pod, "Running", 0, NULL);
-	cr_assert_eq(
-	    tl_aw_req(&W, "PATCH", &TL_AW_GVR, "susp", NULL, "{\"spec\":{\"suspend\":true}}"), 200);
+	cr_assert_eq(tl_aw_req(&W, "PATCH", &SF_GVR_APPWRAPPERS, "susp", NULL,
+	                       "{\"spec\":{\"suspend\":true}}"),
+	             200);
 	tl_aw_wait_phase(&W, "susp", "Suspended", 30000);
 	char reason[64] = "";
 	cr_assert_str_eq(tl_aw_cond(&W, "susp", "QuotaReserved", reason, NULL), "False");
@@ -283,8 +285,8 @@ Test(appwrapper, failed_pod_with_retry_limit_0_fails_visibly_then_cleans_up)
 {
 	controller("solo");
 	create_pod_aw("fail0",
-	              "\"workload.codeflare.dev.appwrapper/retryLimit\":\"0\","
-	              "\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\"",
+	              "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"0\","
+	              "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\"",
 	              "fail0-pod", NULL);
 	tl_aw_wait_phase(&W, "fail0", "Suspended", 20000);
 	tl_aw_admit(&W, "fail0", NULL);
@@ -314,9 +316,8 @@ Test(appwrapper, failed_pod_with_retry_limit_0_fails_visibly_then_cleans_up)
 Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 {
 	tl_ctl *c = controller("solo");
-	create_job_aw(
-	    "gone",
-	    "\"workload.codeflare.dev.appwrapper/missingComponentGracePeriodDuration\":\"2s\"");
+	create_job_aw("gone",
+	              "\"" SF_AW_ANNOT_PREFIX "missingComponentGracePeriodDuration\":\"2s\"");
 	tl_aw_wait_phase(&W, "gone", "Suspended", 20000);
 	tl_aw_admit(&W, "gone", NULL);
 	tl_aw_wait_phase(&W, "gone", "Running", 20000);
@@ -362,14 +363,13 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 	tl_aw_wait_phase(&W, "adopt", "Suspended", 20000);
 	char uid[64], body[2048];
 	aw_uid("adopt", uid, sizeof(uid));
-	snprintf(
-	    body, sizeof(body),
-	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"adopt-pod\","
-	    "\"labels\":{\"workload.codeflare.dev/appwrapper\":\"adopt\"},\"ownerReferences\":[{"
-	    "\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"name\":"
-	    "\"adopt\",\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
-	    "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}",
-	    uid);
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"adopt-pod\","
+	         "\"labels\":{\"" SF_AW_LABEL "\":\"adopt\"},\"ownerReferences\":[{"
+	         "\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"name\":"
+	         "\"adopt\",\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+	         "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}",
+	         uid);
 	tl_res r = {0};
 	sf_kube_req q = {.method = "POST",
 	                 .gvr = &SF_GVR_PODS,
@@ -415,13 +415,13 @@ Test(appwrapper, bad_components_fail_clearly_and_others_are_served)
 {
 	controller("solo");
 	tl_aw_create(&W,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	             "\"metadata\":{\"name\":\"unknown-kind\"},\"spec\":{\"suspend\":false,"
 	             "\"components\":[{\"template\":{\"apiVersion\":\"example.com/v1\",\"kind\":"
 	             "\"Widget\",\"metadata\":{\"name\":\"w\"},\"spec\":{}}}]}}");
 	tl_aw_create(
 	    &W,
-	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	    "\"metadata\":{\"name\":\"bad-path\"},\"spec\":{\"suspend\":false,"
 	    "\"components\":[{\"podSets\":[{\"path\":\"template.spec.nothere\",\"replicas\":1}],"
 	    "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"bp\"},"
@@ -510,9 +510,9 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 	tl_ctl *a = controller("replica-a");
 	tl_ctl *b = controller("replica-b");
 	create_pod_aw("crashloop",
-	              "\"workload.codeflare.dev.appwrapper/retryLimit\":\"5\","
-	              "\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\","
-	              "\"workload.codeflare.dev.appwrapper/retryPausePeriodDuration\":\"1s\"",
+	              "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"5\","
+	              "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\","
+	              "\"" SF_AW_ANNOT_PREFIX "retryPausePeriodDuration\":\"1s\"",
 	              "crashloop-pod", NULL);
 	tl_aw_wait_phase(&W, "crashloop", "Suspended", 20000);
 	tl_aw_admit(&W, "crashloop", NULL);
@@ -653,9 +653,9 @@ static void admit_all(const char *prefix, int n)
 	for (int i = 0; i < n; i++) {
 		char name[64];
 		snprintf(name, sizeof(name), "%s-%d", prefix, i);
-		cr_assert_eq(sf_kube_patch(K.client, &TL_AW_GVR, NS, name, NULL, SF_PATCH_MERGE,
-		                           "{\"spec\":{\"suspend\":false}}", NULL, 0, admit_done,
-		                           &a, NULL),
+		cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_APPWRAPPERS, NS, name, NULL,
+		                           SF_PATCH_MERGE, "{\"spec\":{\"suspend\":false}}", NULL,
+		                           0, admit_done, &a, NULL),
 		             0);
 		a.pending++;
 	}
@@ -784,8 +784,8 @@ static void incident_a(long lag_ms, int rounds)
 			snprintf(name, sizeof(name), "%s-%d", prefix, i);
 			/* fire and forget: no callback (the last round's
 			 * answers arrive after this function returns) */
-			cr_assert_eq(sf_kube_delete(K.client, &TL_AW_GVR, NS, name, NULL, NULL,
-			                            NULL, NULL) >= 0,
+			cr_assert_eq(sf_kube_delete(K.client, &SF_GVR_APPWRAPPERS, NS, name, NULL,
+			                            NULL, NULL, NULL) >= 0,
 			             1);
 		}
 	}
@@ -829,7 +829,7 @@ Test(appwrapper, huge_appwrapper_is_handled_and_others_served)
 	char *body = NULL;
 	cr_assert(
 	    asprintf(&body,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	             "\"metadata\":{\"name\":\"huge\"},\"spec\":{\"suspend\":false,"
 	             "\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
 	             "\"metadata\":{\"name\":\"huge-pod\"},\"spec\":{\"containers\":[{\"name\":"
