@@ -38,8 +38,10 @@ enum write_kind { W_NONE, W_CREATE, W_TAKE, W_RENEW, W_RELEASE };
 /* error classes, so each kind of trouble is logged once when it starts */
 enum { P_NONE, P_TRANSPORT, P_UNAUTHORIZED, P_FORBIDDEN, P_SERVER, P_INVALID, P_OTHER };
 
-const double sf_elect_latency_buckets[SF_ELECT_LAT_BUCKETS] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                               0.25,  0.5,   1,    2.5,   5,    10};
+/* upper bounds in seconds of the renew latency histogram: 1 ms, then
+ * Prometheus' default buckets */
+static const double latency_buckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                         0.25,  0.5,   1,    2.5,   5,    10};
 
 struct sf_elect {
 	uv_loop_t *loop;
@@ -465,13 +467,7 @@ static const char *write_name(enum write_kind k)
 
 static void latency_observe(sf_elect *e, int64_t ns)
 {
-	double s = (double)ns / 1e9;
-	size_t i = 0;
-	while (i < SF_ELECT_LAT_BUCKETS && s > sf_elect_latency_buckets[i])
-		i++;
-	e->st.renew_latency[i]++;
-	e->st.renew_latency_count++;
-	e->st.renew_latency_sum += s;
+	sf_prom_hist_observe(&e->st.renew_latency, (double)ns / 1e9);
 }
 
 /* A successful take/renew/create sent at `sent`. */
@@ -1009,6 +1005,8 @@ int sf_elect_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_elect_opts *o, s
 	if (!e)
 		return -ENOMEM;
 	e->loop = loop;
+	sf_prom_hist_init(&e->st.renew_latency, latency_buckets,
+	                  sizeof(latency_buckets) / sizeof(latency_buckets[0]));
 	e->lease_ns = (int64_t)lease * SF_NSEC_PER_MSEC;
 	e->renew_ns = (int64_t)renew * SF_NSEC_PER_MSEC;
 	e->retry_ns = (int64_t)retry * SF_NSEC_PER_MSEC;
@@ -1178,26 +1176,14 @@ void sf_elect_stats_get(const sf_elect *e, sf_elect_stats *out)
 	}
 }
 
-int sf_elect_metrics_write(const sf_elect *e, sf_buf *b)
+int sf_elect_metrics_write(const sf_elect *e, sf_prom *p)
 {
 	sf_elect_stats s;
 	sf_elect_stats_get(e, &s);
-	sf_buf lbl;
-	sf_buf_init(&lbl, 0);
-	int rc = sf_buf_puts(&lbl, "name=");
-	if (!rc)
-		rc = sf_buf_put_json_str(&lbl, e->name, strlen(e->name));
-	if (rc) {
-		sf_buf_free(&lbl);
-		return rc;
-	}
-	const char *L = lbl.data;
-	sf_buf_printf(b,
-	              "# HELP leader_election_master_status 1 while this replica holds the lease, "
-	              "0 on standbys.\n"
-	              "# TYPE leader_election_master_status gauge\n"
-	              "leader_election_master_status{%s} %d\n",
-	              L, s.is_leader);
+	const char *const L[] = {"name", e->name, NULL};
+	sf_prom_add_u(sf_prom_family_get(p, "leader_election_master_status", SF_PROM_GAUGE,
+	                                 "1 while this replica holds the lease, 0 on standbys."),
+	              L, (uint64_t)s.is_leader);
 	const struct {
 		const char *name, *help;
 		unsigned long v;
@@ -1214,48 +1200,27 @@ int sf_elect_metrics_write(const sf_elect *e, sf_buf *b)
 	    {"cancelled_writes", "Writes cancelled in flight on fenced clients.",
 	     s.writes_cancelled},
 	};
-	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
-		sf_buf_printf(b,
-		              "# HELP steadfast_leader_election_%s_total %s\n"
-		              "# TYPE steadfast_leader_election_%s_total counter\n"
-		              "steadfast_leader_election_%s_total{%s} %lu\n",
-		              counters[i].name, counters[i].help, counters[i].name,
-		              counters[i].name, L, counters[i].v);
-	sf_buf_printf(b,
-	              "# HELP steadfast_leader_election_lease_transitions leaseTransitions of the "
-	              "Lease as last observed.\n"
-	              "# TYPE steadfast_leader_election_lease_transitions gauge\n"
-	              "steadfast_leader_election_lease_transitions{%s} %lld\n"
-	              "# HELP steadfast_leader_election_leader_active 1 while leader work runs.\n"
-	              "# TYPE steadfast_leader_election_leader_active gauge\n"
-	              "steadfast_leader_election_leader_active{%s} %d\n"
-	              "# HELP steadfast_leader_election_seconds_since_renew Seconds since this "
-	              "replica last renewed the lease (-1: never).\n"
-	              "# TYPE steadfast_leader_election_seconds_since_renew gauge\n"
-	              "steadfast_leader_election_seconds_since_renew{%s} %.3f\n",
-	              L, (long long)s.lease_transitions, L, s.leader_active, L,
-	              s.seconds_since_renew);
-	sf_buf_printf(b, "# HELP steadfast_leader_election_renew_duration_seconds Latency of "
-	                 "successful lease writes.\n"
-	                 "# TYPE steadfast_leader_election_renew_duration_seconds histogram\n");
-	unsigned long cum = 0;
-	for (size_t i = 0; i <= SF_ELECT_LAT_BUCKETS; i++) {
-		cum += s.renew_latency[i];
-		if (i < SF_ELECT_LAT_BUCKETS)
-			sf_buf_printf(b,
-			              "steadfast_leader_election_renew_duration_seconds_bucket{%s,"
-			              "le=\"%g\"} %lu\n",
-			              L, sf_elect_latency_buckets[i], cum);
-		else
-			sf_buf_printf(b,
-			              "steadfast_leader_election_renew_duration_seconds_bucket{%s,"
-			              "le=\"+Inf\"} %lu\n",
-			              L, cum);
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		char name[96];
+		snprintf(name, sizeof(name), "steadfast_leader_election_%s_total",
+		         counters[i].name);
+		sf_prom_add_u(sf_prom_family_get(p, name, SF_PROM_COUNTER, counters[i].help), L,
+		              counters[i].v);
 	}
-	rc = sf_buf_printf(b,
-	                   "steadfast_leader_election_renew_duration_seconds_sum{%s} %.6f\n"
-	                   "steadfast_leader_election_renew_duration_seconds_count{%s} %lu\n",
-	                   L, s.renew_latency_sum, L, s.renew_latency_count);
-	sf_buf_free(&lbl);
-	return rc;
+	sf_prom_add_f(sf_prom_family_get(p, "steadfast_leader_election_lease_transitions",
+	                                 SF_PROM_GAUGE,
+	                                 "leaseTransitions of the Lease as last observed."),
+	              L, (double)s.lease_transitions);
+	sf_prom_add_u(sf_prom_family_get(p, "steadfast_leader_election_leader_active",
+	                                 SF_PROM_GAUGE, "1 while leader work runs."),
+	              L, (uint64_t)s.leader_active);
+	sf_prom_add_f(sf_prom_family_get(p, "steadfast_leader_election_seconds_since_renew",
+	                                 SF_PROM_GAUGE,
+	                                 "Seconds since this replica last renewed the lease (-1: "
+	                                 "never)."),
+	              L, s.seconds_since_renew);
+	return sf_prom_add_hist(
+	    sf_prom_family_get(p, "steadfast_leader_election_renew_duration_seconds",
+	                       SF_PROM_HISTOGRAM, "Latency of successful lease writes."),
+	    L, &s.renew_latency);
 }

@@ -32,19 +32,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/jdoc.h"
 #include "steadfast/json.h"
-
-/* Label on every component and on every pod template, value = AW name. */
-#define SF_AWC_LABEL "workload.codeflare.dev/appwrapper"
-#define SF_AWC_API_VERSION "workload.codeflare.dev/v1beta2"
-#define SF_AWC_KIND "AppWrapper"
-
-/* Pod-set annotations upstream infers as topology-aware-scheduling hints. */
-#define SF_AWC_TAS_POD_INDEX_LABEL "workload.codeflare.dev.appwrapper/tas-pod-index-label"
-#define SF_AWC_TAS_SUB_GROUP_INDEX_LABEL                                                           \
-	"workload.codeflare.dev.appwrapper/tas-sub-group-index-label"
-#define SF_AWC_TAS_SUB_GROUP_COUNT "workload.codeflare.dev.appwrapper/tas-sub-group-count"
 
 #define SF_AWC_PATH_MAX 256 /* longest path + 1; longer declared paths are rejected */
 #define SF_AWC_MAX_ANNOTS 3 /* inferred annotations per pod set */
@@ -109,10 +99,10 @@ sf_jd *sf_awc_podset_to_jd(const sf_awc_podset *ps);
 /*
  * The object to create for spec.components[index], as upstream sends it:
  * the template with metadata.namespace defaulted to the AppWrapper's (a
- * different namespace is an error), SF_AWC_LABEL added to its labels unless
+ * different namespace is an error), SF_AW_LABEL added to its labels unless
  * already present, and for each definitive pod set (with podSetInfos[i],
  * when present):
- *   - the pod template's labels get SF_AWC_LABEL and the info's labels,
+ *   - the pod template's labels get SF_AW_LABEL and the info's labels,
  *     annotations and spec.nodeSelector the info's entries; an existing key
  *     with another value is an error naming the key;
  *   - tolerations are appended; scheduling gates appended unless one of

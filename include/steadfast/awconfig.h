@@ -19,9 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/json.h"
-
-#define SF_AW_ANNOT_PREFIX "workload.codeflare.dev.appwrapper/"
 
 /* appwrapper.faultTolerance; yaml keys in comments. */
 typedef struct sf_aw_ft {

@@ -20,15 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awconfig.h"
 #include "steadfast/jdoc.h"
 #include "steadfast/json.h"
 
-#define SF_AW_GROUP "workload.codeflare.dev"
-#define SF_AW_API_VERSION "workload.codeflare.dev/v1beta2"
-#define SF_AW_FINALIZER "workload.codeflare.dev/finalizer"
-#define SF_AW_LABEL "workload.codeflare.dev/appwrapper"
-#define SF_AW_CONTROLLER_NAME "workload.codeflare.dev/appwrapper-controller"
 #define SF_AW_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
 
 typedef enum {

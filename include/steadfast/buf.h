@@ -26,7 +26,9 @@ int sf_buf_append(sf_buf *b, const void *p, size_t n); /* 0 or -E2BIG/-ENOMEM */
 int sf_buf_puts(sf_buf *b, const char *s);
 int sf_buf_printf(sf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sf_buf_putc(sf_buf *b, char c);
-/* Appends s as a JSON string literal (with quotes and escapes). */
+/* Appends s as a JSON string literal (with quotes and escapes), byte for
+ * byte as yajl_gen writes it (see buf.c). The one JSON escaper: every JSON
+ * writer here uses it. */
 int sf_buf_put_json_str(sf_buf *b, const char *s, size_t n);
 /* Hands the memory to the caller (to free()); b is left empty. Never NULL
  * on success: an empty buffer yields "". Returns NULL on -ENOMEM. */

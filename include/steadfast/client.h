@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "steadfast/buf.h"
+#include "steadfast/prom.h"
 #include "steadfast/config.h"
 #include "steadfast/json.h"
 #include "steadfast/watch.h"
@@ -237,8 +238,8 @@ typedef struct sf_kube_client_stats {
 void sf_kube_client_stats_get(const sf_kube_client *c, sf_kube_client_stats *out);
 
 #define SF_KUBE_NMETHODS 6 /* GET POST PUT PATCH DELETE other */
-/* Prometheus text: rest_client_requests_total{code,method} as client-go
- * names it (code "<error>" when no response arrived). */
-int sf_kube_client_metrics_write(const sf_kube_client *c, sf_buf *out);
+/* Adds to a /metrics exposition: rest_client_requests_total{code,method}
+ * as client-go names it (code "<error>" when no response arrived). */
+int sf_kube_client_metrics_write(const sf_kube_client *c, sf_prom *p);
 
 #endif

@@ -23,13 +23,13 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awconfig.h"
 #include "steadfast/buf.h"
+#include "steadfast/prom.h"
 #include "steadfast/client.h"
 
 typedef struct sf_awctl sf_awctl;
-
-extern const sf_gvr SF_GVR_APPWRAPPERS;
 
 typedef struct sf_awctl_opts {
 	const sf_aw_config *cfg; /* borrowed, must outlive the controller */
@@ -84,8 +84,8 @@ typedef struct sf_awctl_stats {
 	unsigned long events_created, events_aggregated;
 } sf_awctl_stats;
 void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out);
-/* Prometheus text: appwrapper_phase_total, controller_runtime_reconcile_*,
- * workqueue_*, steadfast_appwrapper_*. */
-int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out);
+/* Adds to a /metrics exposition: appwrapper_phase_total,
+ * controller_runtime_reconcile_*, workqueue_*, steadfast_appwrapper_*. */
+int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p);
 
 #endif

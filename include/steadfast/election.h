@@ -73,6 +73,7 @@
 #include <uv.h>
 
 #include "steadfast/buf.h"
+#include "steadfast/prom.h"
 #include "steadfast/client.h"
 #include "steadfast/config.h"
 #include "steadfast/json.h"
@@ -252,11 +253,6 @@ int sf_elect_healthz(const sf_elect *e, char *msg, size_t n);
  * reason to restart the process, a leader stuck without renewing is. */
 int sf_elect_livez(const sf_elect *e, char *msg, size_t n);
 
-#define SF_ELECT_LAT_BUCKETS 12
-/* Upper bounds in seconds of the renew latency histogram (Prometheus'
- * default buckets); one more bucket counts +Inf. */
-extern const double sf_elect_latency_buckets[SF_ELECT_LAT_BUCKETS];
-
 typedef struct sf_elect_stats {
 	int is_leader;     /* leader_election_master_status */
 	int leader_active; /* leader work started (ready hook done) */
@@ -271,16 +267,14 @@ typedef struct sf_elect_stats {
 	unsigned long fence_closures;
 	unsigned long writes_refused;   /* by the fence, on attached clients */
 	unsigned long writes_cancelled; /* on attached clients, all causes */
-	/* non-cumulative counts per bucket; [SF_ELECT_LAT_BUCKETS] is +Inf */
-	unsigned long renew_latency[SF_ELECT_LAT_BUCKETS + 1];
-	unsigned long renew_latency_count;
-	double renew_latency_sum;
+	/* latency of successful Lease writes, buckets 1 ms to 10 s */
+	sf_prom_hist renew_latency;
 } sf_elect_stats;
 
 void sf_elect_stats_get(const sf_elect *e, sf_elect_stats *out);
-/* Prometheus text exposition of the stats (leader_election_master_status
+/* Adds the stats to a /metrics exposition (leader_election_master_status
  * and steadfast_leader_election_*), labelled name="<lease name>". */
-int sf_elect_metrics_write(const sf_elect *e, sf_buf *out);
+int sf_elect_metrics_write(const sf_elect *e, sf_prom *p);
 
 /* ---- lease status for operators (`steadfast lease status`) ---- */
 

@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AW_GROUP "workload.codeflare.dev"
 #define JOB_INDEX_ANNOT "batch.kubernetes.io/job-completion-index"
 #define JOBSET_INDEX_LABEL "jobset.sigs.k8s.io/job-index"
 #define PYTORCH_INDEX_LABEL "training.kubeflow.org/replica-index"
@@ -360,9 +359,9 @@ static int infer_jobset(sf_jv t, psvec *pv, char *why, size_t wl)
 		}
 		snprintf(p, sizeof(p), "%stemplate.spec.template", pre);
 		snprintf(count, sizeof(count), "%d", replicas);
-		int rc = push_inferred(pv, p, (int32_t)total, 3, SF_AWC_TAS_POD_INDEX_LABEL,
-		                       JOB_INDEX_ANNOT, SF_AWC_TAS_SUB_GROUP_INDEX_LABEL,
-		                       JOBSET_INDEX_LABEL, SF_AWC_TAS_SUB_GROUP_COUNT, count);
+		int rc = push_inferred(pv, p, (int32_t)total, 3, SF_AW_TAS_POD_INDEX_LABEL,
+		                       JOB_INDEX_ANNOT, SF_AW_TAS_SUB_GROUP_INDEX_LABEL,
+		                       JOBSET_INDEX_LABEL, SF_AW_TAS_SUB_GROUP_COUNT, count);
 		if (rc)
 			return rc;
 	}
@@ -383,7 +382,7 @@ static int infer_pytorch(sf_jv t, psvec *pv, char *why, size_t wl)
 		snprintf(p, sizeof(p), "%sreplicas", pre);
 		int rc = infer_replicas(t, p, &r, why, wl);
 		if (!rc)
-			rc = push_inferred(pv, tp, r, 1, SF_AWC_TAS_POD_INDEX_LABEL,
+			rc = push_inferred(pv, tp, r, 1, SF_AW_TAS_POD_INDEX_LABEL,
 			                   PYTORCH_INDEX_LABEL);
 		if (rc)
 			return rc;
@@ -443,7 +442,7 @@ static int infer(sf_jv t, psvec *pv, char *why, size_t wl)
 	int rc = 0;
 	if (gvk_is(av, kv, "batch/v1", "Job"))
 		rc = push_inferred(pv, "template.spec.template", job_pods(t, "template."), 1,
-		                   SF_AWC_TAS_POD_INDEX_LABEL, JOB_INDEX_ANNOT);
+		                   SF_AW_TAS_POD_INDEX_LABEL, JOB_INDEX_ANNOT);
 	else if (gvk_is(av, kv, "jobset.x-k8s.io/v1alpha2", "JobSet"))
 		rc = infer_jobset(t, pv, why, wl);
 	else if (gvk_is(av, kv, "kubeflow.org/v1", "PyTorchJob"))
@@ -857,8 +856,8 @@ static int inject_podset(sf_jd *obj, const sf_awc_podset *ps, sf_jv info, const 
 
 	sf_jd *labels = string_map(sf_jv_get(info, "labels"));
 	rc = labels ? 0 : -ENOMEM;
-	if (!rc && !sf_jd_get(labels, SF_AWC_LABEL))
-		rc = sf_jd_set_str(labels, SF_AWC_LABEL, awname) ? -ENOMEM : 0;
+	if (!rc && !sf_jd_get(labels, SF_AW_LABEL))
+		rc = sf_jd_set_str(labels, SF_AW_LABEL, awname) ? -ENOMEM : 0;
 	if (!rc)
 		rc = merge_map(md, "labels", labels, 1, why, wl);
 	sf_jd_free(labels);
@@ -921,8 +920,8 @@ static int refers_to_aw(const sf_jd *ref, const char *awname)
 		return 0; /* not a group/version */
 	const char *kind = sf_jd_str(sf_jd_get(ref, "kind"), NULL);
 	const char *name = sf_jd_str(sf_jd_get(ref, "name"), NULL);
-	return glen == strlen(AW_GROUP) && memcmp(av, AW_GROUP, glen) == 0 && kind &&
-	       strcmp(kind, SF_AWC_KIND) == 0 && name && strcmp(name, awname) == 0;
+	return glen == strlen(SF_AW_GROUP) && memcmp(av, SF_AW_GROUP, glen) == 0 && kind &&
+	       strcmp(kind, SF_AW_KIND) == 0 && name && strcmp(name, awname) == 0;
 }
 
 /* controller-runtime's SetControllerReference. */
@@ -954,8 +953,8 @@ static int set_controller(sf_jd *md, const char *awname, const char *awuid, char
 		}
 	}
 	sf_jd *ref = sf_jd_new_obj();
-	if (!ref || sf_jd_set_str(ref, "apiVersion", SF_AWC_API_VERSION) ||
-	    sf_jd_set_str(ref, "kind", SF_AWC_KIND) || sf_jd_set_str(ref, "name", awname) ||
+	if (!ref || sf_jd_set_str(ref, "apiVersion", SF_AW_API_VERSION) ||
+	    sf_jd_set_str(ref, "kind", SF_AW_KIND) || sf_jd_set_str(ref, "name", awname) ||
 	    sf_jd_set_str(ref, "uid", awuid) || sf_jd_set_bool(ref, "controller", 1) ||
 	    sf_jd_set_bool(ref, "blockOwnerDeletion", 1)) {
 		sf_jd_free(ref);
@@ -1012,7 +1011,7 @@ static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, co
 
 	/* The object's own label: an existing value is kept (MergeKeepFirst). */
 	sf_jd *lab = sf_jd_new_obj();
-	int rc = !lab || sf_jd_set_str(lab, SF_AWC_LABEL, awname) ? -ENOMEM : 0;
+	int rc = !lab || sf_jd_set_str(lab, SF_AW_LABEL, awname) ? -ENOMEM : 0;
 	if (!rc)
 		rc = merge_map(md, "labels", lab, 0, why, wl);
 	sf_jd_free(lab);

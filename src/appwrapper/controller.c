@@ -38,7 +38,7 @@
 #include "steadfast/strmap.h"
 #include "steadfast/time.h"
 
-const sf_gvr SF_GVR_APPWRAPPERS = {"workload.codeflare.dev", "v1beta2", "appwrappers", 1};
+const sf_gvr SF_GVR_APPWRAPPERS = {SF_AW_GROUP, SF_AW_VERSION, SF_AW_RESOURCE, 1};
 
 #define LOGGER "appwrapper"
 #define FIELD_MANAGER "steadfast"
@@ -107,9 +107,8 @@ struct op {
 	int64_t t0;
 };
 
-#define NBUCKETS 12
-static const double buckets[NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                         0.5,   1,    2.5,   5,    10,  60};
+/* upper bounds in seconds of the reconcile time histogram */
+static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60};
 
 struct sf_awctl {
 	uv_loop_t *loop;
@@ -142,9 +141,7 @@ struct sf_awctl {
 	void *stop_ud;
 	sf_awctl_stats st;
 	unsigned long res_success, res_error, res_requeue, res_requeue_after;
-	unsigned long hist[NBUCKETS + 1];
-	double hist_sum;
-	unsigned long hist_count;
+	sf_prom_hist reconcile_time;
 };
 
 static void enqueue_key(sf_awctl *c, const char *key);
@@ -1014,7 +1011,7 @@ static void emit_events(op *o)
 {
 	for (size_t i = 0; i < o->plan.nevents; i++) {
 		const sf_awp_event *e = &o->plan.events[i];
-		sf_events_emit(o->c->events, o->aw, SF_AW_API_VERSION, "AppWrapper",
+		sf_events_emit(o->c->events, o->aw, SF_AW_API_VERSION, SF_AW_KIND,
 		               e->warning ? "Warning" : "Normal", e->reason, e->message);
 	}
 }
@@ -1101,21 +1098,11 @@ static int start_write(op *o)
 	return rc;
 }
 
-static void observe_hist(sf_awctl *c, double s)
-{
-	int b = 0;
-	while (b < NBUCKETS && s > buckets[b])
-		b++;
-	c->hist[b]++;
-	c->hist_sum += s;
-	c->hist_count++;
-}
-
 static void op_finish(op *o)
 {
 	sf_awctl *c = o->c;
 	int live = op_live(o);
-	observe_hist(c, (double)(sf_mono_ns() - o->t0) / 1e9);
+	sf_prom_hist_observe(&c->reconcile_time, (double)(sf_mono_ns() - o->t0) / 1e9);
 	c->st.reconciles++;
 	if (live) {
 		if (o->failed) {
@@ -1409,6 +1396,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 		return -ENOMEM;
 	c->loop = loop;
 	c->client = client;
+	sf_prom_hist_init(&c->reconcile_time, buckets, sizeof(buckets) / sizeof(buckets[0]));
 	if (opts && opts->cfg)
 		c->cfg = *opts->cfg;
 	else
@@ -1448,7 +1436,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	};
 	if ((rc = sf_kinds_new(loop, client, &ko, &c->kinds)) < 0)
 		goto fail;
-	if ((rc = informer_for(c, &SF_GVR_APPWRAPPERS, NULL, "appwrappers", &c->aw_inf)) < 0 ||
+	if ((rc = informer_for(c, &SF_GVR_APPWRAPPERS, NULL, SF_AW_RESOURCE, &c->aw_inf)) < 0 ||
 	    (rc = informer_for(c, &SF_GVR_PODS, SF_AW_LABEL, "pods", &c->pod_inf)) < 0 ||
 	    (rc = sf_informer_add_handler(c->aw_inf, &aw_handler, c)) < 0 ||
 	    (rc = sf_informer_add_handler(c->pod_inf, &labelled_handler, c)) < 0)
@@ -1624,133 +1612,116 @@ static unsigned long watchdog_restarts(const sf_awctl *c)
 	return a.watchdog_restarts + p.watchdog_restarts + sf_kinds_watchdog_restarts(c->kinds);
 }
 
-int sf_awctl_metrics_write(const sf_awctl *c, sf_buf *out)
+/* One unlabelled counter. */
+static void add_count(sf_prom *p, const char *name, const char *help, uint64_t v)
 {
-	int rc = 0;
-	rc |= sf_buf_printf(out,
-	                    "# HELP steadfast_watch_restarts_total Watches ended by the progress "
-	                    "watchdog (no event or bookmark for 150 s) and started again on a "
-	                    "fresh connection\n"
-	                    "# TYPE steadfast_watch_restarts_total counter\n"
-	                    "steadfast_watch_restarts_total %lu\n",
-	                    watchdog_restarts(c));
-	rc |=
-	    sf_buf_puts(out, "# HELP appwrapper_phase_total Total number of appwrappers per phase\n"
-	                     "# TYPE appwrapper_phase_total counter\n");
+	sf_prom_add_u(sf_prom_family_get(p, name, SF_PROM_COUNTER, help), NULL, v);
+}
+
+int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
+{
+	add_count(p, "steadfast_watch_restarts_total",
+	          "Watches ended by the progress watchdog (no event or bookmark for 150 s) and "
+	          "started again on a fresh connection",
+	          watchdog_restarts(c));
+	sf_prom_family *f = sf_prom_family_get(p, "appwrapper_phase_total", SF_PROM_COUNTER,
+	                                       "Total number of appwrappers per phase");
 	sf_strmap_iter it = SF_STRMAP_ITER_INIT;
 	const char *ns;
 	void *v;
 	while (sf_strmap_next(c->phase_counts, &it, &ns, &v)) {
 		const unsigned long *cnt = v;
-		for (int p = 1; p < SF_AW_NPHASES; p++)
-			if (cnt[p])
-				rc |= sf_buf_printf(
-				    out,
-				    "appwrapper_phase_total{namespace=\"%s\",phase=\"%s\"} %lu\n",
-				    ns, sf_aw_phase_name((sf_aw_phase)p), cnt[p]);
+		for (int ph = 1; ph < SF_AW_NPHASES; ph++)
+			if (cnt[ph])
+				sf_prom_add_u(f,
+				              (const char *[]){"namespace", ns, "phase",
+				                               sf_aw_phase_name((sf_aw_phase)ph),
+				                               NULL},
+				              cnt[ph]);
 	}
-	rc |= sf_buf_puts(out, "# HELP controller_runtime_reconcile_total Total number of "
-	                       "reconciliations per controller\n"
-	                       "# TYPE controller_runtime_reconcile_total counter\n");
-	rc |= sf_buf_printf(
-	    out,
-	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"success\"} %lu\n"
-	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"error\"} %lu\n"
-	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"requeue\"} %lu\n"
-	    "controller_runtime_reconcile_total{controller=\"appwrapper\",result=\"requeue_after\"}"
-	    " %lu\n",
-	    c->res_success, c->res_error, c->res_requeue, c->res_requeue_after);
-	rc |= sf_buf_printf(
-	    out,
-	    "# HELP controller_runtime_reconcile_errors_total Total number of reconciliation "
-	    "errors per controller\n"
-	    "# TYPE controller_runtime_reconcile_errors_total counter\n"
-	    "controller_runtime_reconcile_errors_total{controller=\"appwrapper\"} %lu\n",
-	    c->st.reconcile_errors);
-	rc |= sf_buf_puts(out, "# HELP controller_runtime_reconcile_time_seconds Length of time "
-	                       "per reconciliation per controller\n"
-	                       "# TYPE controller_runtime_reconcile_time_seconds histogram\n");
-	unsigned long cum = 0;
-	for (int b = 0; b < NBUCKETS; b++) {
-		cum += c->hist[b];
-		rc |= sf_buf_printf(out,
-		                    "controller_runtime_reconcile_time_seconds_bucket{controller="
-		                    "\"appwrapper\",le=\"%g\"} %lu\n",
-		                    buckets[b], cum);
-	}
-	rc |= sf_buf_printf(
-	    out,
-	    "controller_runtime_reconcile_time_seconds_bucket{controller=\"appwrapper\",le=\"+"
-	    "Inf\"} %lu\n"
-	    "controller_runtime_reconcile_time_seconds_sum{controller=\"appwrapper\"} %.6f\n"
-	    "controller_runtime_reconcile_time_seconds_count{controller=\"appwrapper\"} %lu\n",
-	    c->hist_count, c->hist_sum, c->hist_count);
-	rc |= sf_buf_printf(out, "# HELP controller_runtime_active_workers Number of currently "
-	                         "used workers per controller\n"
-	                         "# TYPE controller_runtime_active_workers gauge\n");
+	const char *const CTL[] = {"controller", "appwrapper", NULL};
+	const struct {
+		const char *result;
+		unsigned long v;
+	} results[] = {{"success", c->res_success},
+	               {"error", c->res_error},
+	               {"requeue", c->res_requeue},
+	               {"requeue_after", c->res_requeue_after}};
+	f = sf_prom_family_get(p, "controller_runtime_reconcile_total", SF_PROM_COUNTER,
+	                       "Total number of reconciliations per controller");
+	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
+		sf_prom_add_u(
+		    f,
+		    (const char *[]){"controller", "appwrapper", "result", results[i].result, NULL},
+		    results[i].v);
+	sf_prom_add_u(sf_prom_family_get(p, "controller_runtime_reconcile_errors_total",
+	                                 SF_PROM_COUNTER,
+	                                 "Total number of reconciliation errors per controller"),
+	              CTL, c->st.reconcile_errors);
+	sf_prom_add_hist(sf_prom_family_get(p, "controller_runtime_reconcile_time_seconds",
+	                                    SF_PROM_HISTOGRAM,
+	                                    "Length of time per reconciliation per controller"),
+	                 CTL, &c->reconcile_time);
 	sf_queue_metrics qm = {0};
 	if (c->queue)
 		sf_queue_stats(c->queue, &qm);
-	rc |=
-	    sf_buf_printf(out, "controller_runtime_active_workers{controller=\"appwrapper\"} %zu\n",
-	                  qm.in_flight);
-	rc |= sf_buf_printf(
-	    out,
-	    "# HELP workqueue_depth Current depth of workqueue\n"
-	    "# TYPE workqueue_depth gauge\n"
-	    "workqueue_depth{name=\"appwrapper\"} %zu\n"
-	    "# HELP workqueue_adds_total Total number of adds handled by workqueue\n"
-	    "# TYPE workqueue_adds_total counter\n"
-	    "workqueue_adds_total{name=\"appwrapper\"} %" PRIu64 "\n"
-	    "# HELP workqueue_retries_total Total number of retries handled by workqueue\n"
-	    "# TYPE workqueue_retries_total counter\n"
-	    "workqueue_retries_total{name=\"appwrapper\"} %" PRIu64 "\n"
-	    "# HELP workqueue_longest_running_processor_seconds How many seconds has the longest "
-	    "running processor for workqueue been running.\n"
-	    "# TYPE workqueue_longest_running_processor_seconds gauge\n"
-	    "workqueue_longest_running_processor_seconds{name=\"appwrapper\"} %.6f\n"
-	    "# HELP workqueue_unfinished_work_seconds How many seconds of work has been done that "
-	    "is in progress.\n"
-	    "# TYPE workqueue_unfinished_work_seconds gauge\n"
-	    "workqueue_unfinished_work_seconds{name=\"appwrapper\"} %.6f\n",
-	    qm.depth, qm.adds, qm.retries, qm.longest_running_s, qm.unfinished_work_s);
+	sf_prom_add_u(sf_prom_family_get(p, "controller_runtime_active_workers", SF_PROM_GAUGE,
+	                                 "Number of currently used workers per controller"),
+	              CTL, qm.in_flight);
+	const char *const Q[] = {"name", "appwrapper", NULL};
+	const struct {
+		const char *name;
+		sf_prom_type type;
+		const char *help;
+		double v;
+	} wq[] = {
+	    {"workqueue_depth", SF_PROM_GAUGE, "Current depth of workqueue", (double)qm.depth},
+	    {"workqueue_adds_total", SF_PROM_COUNTER, "Total number of adds handled by workqueue",
+	     (double)qm.adds},
+	    {"workqueue_retries_total", SF_PROM_COUNTER,
+	     "Total number of retries handled by workqueue", (double)qm.retries},
+	    {"workqueue_longest_running_processor_seconds", SF_PROM_GAUGE,
+	     "How many seconds has the longest running processor for workqueue been running.",
+	     qm.longest_running_s},
+	    {"workqueue_unfinished_work_seconds", SF_PROM_GAUGE,
+	     "How many seconds of work has been done that is in progress.", qm.unfinished_work_s},
+	};
+	for (size_t i = 0; i < sizeof(wq) / sizeof(wq[0]); i++)
+		sf_prom_add_f(sf_prom_family_get(p, wq[i].name, wq[i].type, wq[i].help), Q,
+		              wq[i].v);
+	const struct {
+		const char *name, *help;
+		unsigned long v;
+	} counts[] = {
+	    {"missing_suppressed",
+	     "Components absent from the cache that a live read or the grace "
+	     "window showed were not missing",
+	     c->st.missing_suppressed},
+	    {"missing_checks", "Live reads made before declaring a component missing",
+	     c->st.verifies},
+	    {"pods_suppressed",
+	     "Steps where too few pods were cached but a live list found enough "
+	     "(no InsufficientPodsReady)",
+	     c->st.pods_suppressed},
+	    {"pod_checks", "Live pod lists made before declaring too few pods ready",
+	     c->st.pod_lists},
+	    {"components_created", "Components created", c->st.creates},
+	    {"components_adopted",
+	     "Creates that found the component already there and owned by its AppWrapper",
+	     c->st.adopted},
+	    {"status_conflicts", "Status or metadata writes refused because the object had changed",
+	     c->st.conflicts},
+	};
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		char name[96];
+		snprintf(name, sizeof(name), "steadfast_appwrapper_%s_total", counts[i].name);
+		add_count(p, name, counts[i].help, counts[i].v);
+	}
 	sf_events_stats es;
 	sf_events_stats_get(c->events, &es);
-	rc |= sf_buf_printf(
-	    out,
-	    "# HELP steadfast_appwrapper_missing_suppressed_total Components absent from the cache "
-	    "that a live read or the grace window showed were not missing\n"
-	    "# TYPE steadfast_appwrapper_missing_suppressed_total counter\n"
-	    "steadfast_appwrapper_missing_suppressed_total %lu\n"
-	    "# HELP steadfast_appwrapper_missing_checks_total Live reads made before declaring a "
-	    "component missing\n"
-	    "# TYPE steadfast_appwrapper_missing_checks_total counter\n"
-	    "steadfast_appwrapper_missing_checks_total %lu\n"
-	    "# HELP steadfast_appwrapper_pods_suppressed_total Steps where too few pods were "
-	    "cached but a live list found enough (no InsufficientPodsReady)\n"
-	    "# TYPE steadfast_appwrapper_pods_suppressed_total counter\n"
-	    "steadfast_appwrapper_pods_suppressed_total %lu\n"
-	    "# HELP steadfast_appwrapper_pod_checks_total Live pod lists made before declaring too "
-	    "few pods ready\n"
-	    "# TYPE steadfast_appwrapper_pod_checks_total counter\n"
-	    "steadfast_appwrapper_pod_checks_total %lu\n"
-	    "# HELP steadfast_appwrapper_components_created_total Components created\n"
-	    "# TYPE steadfast_appwrapper_components_created_total counter\n"
-	    "steadfast_appwrapper_components_created_total %lu\n"
-	    "# HELP steadfast_appwrapper_components_adopted_total Creates that found the component "
-	    "already there and owned by its AppWrapper\n"
-	    "# TYPE steadfast_appwrapper_components_adopted_total counter\n"
-	    "steadfast_appwrapper_components_adopted_total %lu\n"
-	    "# HELP steadfast_appwrapper_status_conflicts_total Status or metadata writes refused "
-	    "because the object had changed\n"
-	    "# TYPE steadfast_appwrapper_status_conflicts_total counter\n"
-	    "steadfast_appwrapper_status_conflicts_total %lu\n"
-	    "# HELP steadfast_events_total Events written, by outcome\n"
-	    "# TYPE steadfast_events_total counter\n"
-	    "steadfast_events_total{outcome=\"created\"} %lu\n"
-	    "steadfast_events_total{outcome=\"aggregated\"} %lu\n"
-	    "steadfast_events_total{outcome=\"failed\"} %lu\n",
-	    c->st.missing_suppressed, c->st.verifies, c->st.pods_suppressed, c->st.pod_lists,
-	    c->st.creates, c->st.adopted, c->st.conflicts, es.created, es.aggregated, es.failed);
-	return rc < 0 ? -ENOMEM : 0;
+	f = sf_prom_family_get(p, "steadfast_events_total", SF_PROM_COUNTER,
+	                       "Events written, by outcome");
+	sf_prom_add_u(f, (const char *[]){"outcome", "created", NULL}, es.created);
+	sf_prom_add_u(f, (const char *[]){"outcome", "aggregated", NULL}, es.aggregated);
+	return sf_prom_add_u(f, (const char *[]){"outcome", "failed", NULL}, es.failed);
 }

@@ -603,11 +603,11 @@ static void count_request(sf_kube_client *c, const char *method, long code)
 	c->req_counts[m][code]++;
 }
 
-int sf_kube_client_metrics_write(const sf_kube_client *c, sf_buf *out)
+int sf_kube_client_metrics_write(const sf_kube_client *c, sf_prom *p)
 {
-	int rc = sf_buf_puts(out, "# HELP rest_client_requests_total Number of HTTP requests, "
-	                          "partitioned by status code and method.\n"
-	                          "# TYPE rest_client_requests_total counter\n");
+	sf_prom_family *f =
+	    sf_prom_family_get(p, "rest_client_requests_total", SF_PROM_COUNTER,
+	                       "Number of HTTP requests, partitioned by status code and method.");
 	for (int m = 0; m < SF_KUBE_NMETHODS; m++)
 		for (int code = 0; code < 600; code++)
 			if (c->req_counts[m][code]) {
@@ -616,23 +616,21 @@ int sf_kube_client_metrics_write(const sf_kube_client *c, sf_buf *out)
 					snprintf(cs, sizeof(cs), "%d", code);
 				else
 					snprintf(cs, sizeof(cs), "<error>");
-				rc |= sf_buf_printf(
-				    out,
-				    "rest_client_requests_total{code=\"%s\",method=\"%s\"} "
-				    "%lu\n",
-				    cs, method_names[m], c->req_counts[m][code]);
+				sf_prom_add_u(
+				    f,
+				    (const char *[]){"code", cs, "method", method_names[m], NULL},
+				    c->req_counts[m][code]);
 			}
-	rc |= sf_buf_printf(out,
-	                    "# HELP steadfast_rest_client_health_probes_total Read-idle probes "
-	                    "of the API server connection.\n"
-	                    "# TYPE steadfast_rest_client_health_probes_total counter\n"
-	                    "steadfast_rest_client_health_probes_total %lu\n"
-	                    "# HELP steadfast_rest_client_connections_dropped_total Connections "
-	                    "shut down as dead (a request or probe timed out).\n"
-	                    "# TYPE steadfast_rest_client_connections_dropped_total counter\n"
-	                    "steadfast_rest_client_connections_dropped_total %lu\n",
-	                    c->stats.health_probes, sf_http_dropped(c->http));
-	return rc < 0 ? -ENOMEM : 0;
+	sf_prom_add_u(sf_prom_family_get(p, "steadfast_rest_client_health_probes_total",
+	                                 SF_PROM_COUNTER,
+	                                 "Read-idle probes of the API server connection."),
+	              NULL, c->stats.health_probes);
+	return sf_prom_add_u(sf_prom_family_get(p,
+	                                        "steadfast_rest_client_connections_dropped_total",
+	                                        SF_PROM_COUNTER,
+	                                        "Connections shut down as dead (a request or probe "
+	                                        "timed out)."),
+	                     NULL, sf_http_dropped(c->http));
 }
 
 /* A request that may be sent again after an error answer. */

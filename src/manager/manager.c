@@ -25,6 +25,7 @@
 #include "steadfast/election.h"
 #include "steadfast/fault.h"
 #include "steadfast/log.h"
+#include "steadfast/prom.h"
 #include "steadfast/server.h"
 
 #define LOGGER "manager"
@@ -76,23 +77,25 @@ static int on_readyz(void *ud, const sf_srv_request *req, sf_srv_response *res)
 	return sf_buf_puts(&res->body, "ok\n") < 0 ? -ENOMEM : 0;
 }
 
+/* /metrics: every module adds its families to one exposition. */
 static int on_metrics(void *ud, const sf_srv_request *req, sf_srv_response *res)
 {
 	mgr *m = ud;
 	(void)req;
 	res->content_type = sf_srv_metrics_content_type();
-	int rc = sf_buf_printf(&res->body,
-	                       "# HELP steadfast_build_info Build information.\n"
-	                       "# TYPE steadfast_build_info gauge\n"
-	                       "steadfast_build_info{version=\"%s\"} 1\n",
-	                       SF_VERSION);
-	if (rc >= 0 && m->e)
-		rc = sf_elect_metrics_write(m->e, &res->body);
-	if (rc >= 0)
-		rc = sf_awctl_metrics_write(m->ctl, &res->body);
-	if (rc >= 0)
-		rc = sf_kube_client_metrics_write(m->client, &res->body);
-	return rc < 0 ? -ENOMEM : 0;
+	sf_prom *p = sf_prom_new();
+	if (!p)
+		return -ENOMEM;
+	sf_prom_add_u(
+	    sf_prom_family_get(p, "steadfast_build_info", SF_PROM_GAUGE, "Build information."),
+	    (const char *[]){"version", SF_VERSION, NULL}, 1);
+	if (m->e)
+		sf_elect_metrics_write(m->e, p);
+	sf_awctl_metrics_write(m->ctl, p);
+	sf_kube_client_metrics_write(m->client, p);
+	int rc = sf_prom_render(p, &res->body);
+	sf_prom_free(p);
+	return rc < 0 ? rc : 0;
 }
 
 static int serve(mgr *m, const char *bind, const char *name, sf_srv **out)

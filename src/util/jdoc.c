@@ -14,8 +14,9 @@
  * Parsing is driven by yajl's callbacks with the same options as
  * sf_json_minify and reports errors with its helpers (sf_json_yajl_run,
  * sf_json_set_*, sf_errf), so the two accept the same texts and report the same
- * errors, and sf_jd_write escapes strings byte for byte as yajl_gen does:
- * writing a parsed text gives sf_json_minify's output. The one difference is
+ * errors, and sf_jd_write escapes strings with sf_buf_put_json_str, byte
+ * for byte as yajl_gen does: writing a parsed text gives sf_json_minify's
+ * output. The one difference is
  * duplicate keys: the tree keeps one member per key, with the last value
  * (as Go's encoding/json, i.e. the API server) at the first key's position
  * (as successive sf_jd_set calls would). Duplicates are resolved when an
@@ -860,45 +861,6 @@ int sf_jd_equal(const sf_jd *a, const sf_jd *b)
 
 /* ---- output ---- */
 
-/* A JSON string literal, escaped as yajl_gen does (so that output matches
- * sf_json_minify): the two-character escapes for " \ \b \f \n \r \t, \u00XX
- * (upper-case hex) for other control characters, everything else as is. */
-static int put_str(sf_buf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	int rc = sf_buf_putc(b, '"');
-	size_t run = 0; /* start of the bytes not yet written */
-	for (size_t i = 0; i < n && !rc; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-		const char *esc = NULL;
-		size_t el = 2;
-		switch (c) {
-		case '"': esc = "\\\""; break;
-		case '\\': esc = "\\\\"; break;
-		case '\b': esc = "\\b"; break;
-		case '\f': esc = "\\f"; break;
-		case '\n': esc = "\\n"; break;
-		case '\r': esc = "\\r"; break;
-		case '\t': esc = "\\t"; break;
-		default:
-			if (c < 0x20) {
-				esc = u;
-				el = sizeof(u);
-			}
-		}
-		if (!esc)
-			continue;
-		rc = sf_buf_append(b, s + run, i - run);
-		if (!rc)
-			rc = sf_buf_append(b, esc, el);
-		run = i + 1;
-	}
-	if (!rc)
-		rc = sf_buf_append(b, s + run, n - run);
-	return rc ? rc : sf_buf_putc(b, '"');
-}
-
 static int write_node(const sf_jd *n, sf_buf *b)
 {
 	int rc = 0;
@@ -907,7 +869,7 @@ static int write_node(const sf_jd *n, sf_buf *b)
 	case SF_JSON_TRUE: return sf_buf_append(b, "true", 4);
 	case SF_JSON_FALSE: return sf_buf_append(b, "false", 5);
 	case SF_JSON_NUMBER: return sf_buf_append(b, n->text, n->len);
-	case SF_JSON_STRING: return put_str(b, n->text, n->len);
+	case SF_JSON_STRING: return sf_buf_put_json_str(b, n->text, n->len);
 	case SF_JSON_ARRAY:
 		rc = sf_buf_putc(b, '[');
 		for (size_t i = 0; i < n->len && !rc; i++) {
@@ -923,7 +885,7 @@ static int write_node(const sf_jd *n, sf_buf *b)
 			if (i)
 				rc = sf_buf_putc(b, ',');
 			if (!rc)
-				rc = put_str(b, n->u.m[i].key, n->u.m[i].klen);
+				rc = sf_buf_put_json_str(b, n->u.m[i].key, n->u.m[i].klen);
 			if (!rc)
 				rc = sf_buf_putc(b, ':');
 			if (!rc)

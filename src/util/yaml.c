@@ -58,8 +58,9 @@
  *    documents !!binary as unsupported).
  *  - Members keep their document order; Go's encoder sorts them.
  *  - Nesting is limited to 127 levels, what sf_json_minify (yajl) accepts.
- *  - Strings are escaped by sf_buf_put_json_str: \u0008 where Go and yajl
- *    write \b, and <, > and & as they are where Go writes \u003c.
+ *  - Strings are escaped by sf_buf_put_json_str, as yajl does: upper-case
+ *    \u001B where Go writes \u001b, and <, > and & as they are where Go
+ *    writes \u003c.
  *
  * Checked against sigs.k8s.io/yaml v1.6.0 over go.yaml.in/yaml/v2 (what
  * Kubernetes 1.37 uses): same JSON for every scalar case in test_yaml.c.

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awcomp.h"
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
@@ -72,7 +73,7 @@ static tl_ctl *controller(const char *id)
 }
 
 static const char *JOB_AW =
-    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
     "\"name\":\"%s\",\"annotations\":{%s}},\"spec\":{\"suspend\":false,\"components\":[{"
     "\"template\":{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"%s-job\"},"
     "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
@@ -99,7 +100,7 @@ static int pods_visit(void *ud, sf_obj *o)
 {
 	pods_find *f = ud;
 	sf_jv l = sf_jv_path(sf_obj_root(o), "metadata.labels");
-	if (f->n < 8 && sf_jv_streq(sf_jv_get(l, TL_AW_LABEL), f->aw) &&
+	if (f->n < 8 && sf_jv_streq(sf_jv_get(l, SF_AW_LABEL), f->aw) &&
 	    !sf_jv_ok(sf_jv_path(sf_obj_root(o), "metadata.deletionTimestamp")))
 		snprintf(f->names[f->n++], 254, "%s", o->name);
 	return 0;
@@ -119,9 +120,9 @@ Test(appwrapper, job_succeeds_then_ttl_removes_components)
 {
 	tl_ctl *c = controller("solo");
 	tl_aw_create(&W,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	             "\"metadata\":{\"name\":\"happy\",\"annotations\":{"
-	             "\"workload.codeflare.dev.appwrapper/successTTLDuration\":\"3s\"}},\"spec\":{"
+	             "\"" SF_AW_ANNOT_PREFIX "successTTLDuration\":\"3s\"}},\"spec\":{"
 	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
 	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"happy-job\"},\"spec\":{"
 	             "\"parallelism\":2,\"completions\":2,\"backoffLimit\":0,\"template\":{"
@@ -173,7 +174,7 @@ Test(appwrapper, job_succeeds_then_ttl_removes_components)
 }
 
 static const char *POD_AW =
-    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
     "\"name\":\"%s\",\"annotations\":{%s}},\"spec\":{\"suspend\":false,\"components\":[{"
     "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
     "\"spec\":{\"restartPolicy\":\"Never\",%s\"containers\":[{\"name\":\"main\",\"image\":"
@@ -232,7 +233,7 @@ Test(appwrapper, podsetinfos_are_injected_into_a_pod)
 	sf_jv p = sf_obj_root(pod);
 	sf_jv labels = sf_jv_path(p, "metadata.labels");
 	cr_assert(sf_jv_streq(sf_jv_get(labels, "kueue.x-k8s.io/podset"), "main"), "%s", pod->json);
-	cr_assert(sf_jv_streq(sf_jv_get(labels, "workload.codeflare.dev/appwrapper"), "inject"));
+	cr_assert(sf_jv_streq(sf_jv_get(labels, SF_AW_LABEL), "inject"));
 	cr_assert(sf_jv_streq(
 	    sf_jv_get(sf_jv_path(p, "metadata.annotations"), "kueue.x-k8s.io/workload"), "w1"));
 	cr_assert(sf_jv_streq(sf_jv_path(p, "spec.nodeSelector.pool"), "gpu"));
@@ -261,8 +262,9 @@ Test(appwrapper, suspending_a_running_appwrapper_removes_its_resources)
 	char pod[254];
 	tl_aw_wait_pod(&W, "susp", pod, sizeof(pod), 20000);
 	tl_aw_kubelet(&W, pod, "Running", 0, NULL);
-	cr_assert_eq(
-	    tl_aw_req(&W, "PATCH", &TL_AW_GVR, "susp", NULL, "{\"spec\":{\"suspend\":true}}"), 200);
+	cr_assert_eq(tl_aw_req(&W, "PATCH", &SF_GVR_APPWRAPPERS, "susp", NULL,
+	                       "{\"spec\":{\"suspend\":true}}"),
+	             200);
 	tl_aw_wait_phase(&W, "susp", "Suspended", 30000);
 	char reason[64] = "";
 	cr_assert_str_eq(tl_aw_cond(&W, "susp", "QuotaReserved", reason, NULL), "False");
@@ -284,8 +286,8 @@ Test(appwrapper, failed_pod_with_retry_limit_0_fails_visibly_then_cleans_up)
 {
 	controller("solo");
 	create_pod_aw("fail0",
-	              "\"workload.codeflare.dev.appwrapper/retryLimit\":\"0\","
-	              "\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\"",
+	              "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"0\","
+	              "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\"",
 	              "fail0-pod", NULL);
 	tl_aw_wait_phase(&W, "fail0", "Suspended", 20000);
 	tl_aw_admit(&W, "fail0", NULL);
@@ -315,9 +317,8 @@ Test(appwrapper, failed_pod_with_retry_limit_0_fails_visibly_then_cleans_up)
 Test(appwrapper, component_deleted_by_a_user_fails_with_missing_component)
 {
 	tl_ctl *c = controller("solo");
-	create_job_aw(
-	    "gone",
-	    "\"workload.codeflare.dev.appwrapper/missingComponentGracePeriodDuration\":\"2s\"");
+	create_job_aw("gone",
+	              "\"" SF_AW_ANNOT_PREFIX "missingComponentGracePeriodDuration\":\"2s\"");
 	tl_aw_wait_phase(&W, "gone", "Suspended", 20000);
 	tl_aw_admit(&W, "gone", NULL);
 	tl_aw_wait_phase(&W, "gone", "Running", 20000);
@@ -363,14 +364,13 @@ Test(appwrapper, existing_own_component_is_adopted_foreign_one_is_refused)
 	tl_aw_wait_phase(&W, "adopt", "Suspended", 20000);
 	char uid[64], body[2048];
 	aw_uid("adopt", uid, sizeof(uid));
-	snprintf(
-	    body, sizeof(body),
-	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"adopt-pod\","
-	    "\"labels\":{\"workload.codeflare.dev/appwrapper\":\"adopt\"},\"ownerReferences\":[{"
-	    "\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"name\":"
-	    "\"adopt\",\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
-	    "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}",
-	    uid);
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"adopt-pod\","
+	         "\"labels\":{\"" SF_AW_LABEL "\":\"adopt\"},\"ownerReferences\":[{"
+	         "\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"name\":"
+	         "\"adopt\",\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+	         "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}",
+	         uid);
 	tl_res r = {0};
 	sf_kube_req q = {.method = "POST",
 	                 .gvr = &SF_GVR_PODS,
@@ -450,13 +450,13 @@ Test(appwrapper, bad_components_fail_clearly_and_others_are_served)
 {
 	controller("solo");
 	tl_aw_create(&W,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	             "\"metadata\":{\"name\":\"unknown-kind\"},\"spec\":{\"suspend\":false,"
 	             "\"components\":[{\"template\":{\"apiVersion\":\"example.com/v1\",\"kind\":"
 	             "\"Widget\",\"metadata\":{\"name\":\"w\"},\"spec\":{}}}]}}");
 	tl_aw_create(
 	    &W,
-	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	    "\"metadata\":{\"name\":\"bad-path\"},\"spec\":{\"suspend\":false,"
 	    "\"components\":[{\"podSets\":[{\"path\":\"template.spec.nothere\",\"replicas\":1}],"
 	    "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"bp\"},"
@@ -545,9 +545,9 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 	tl_ctl *a = controller("replica-a");
 	tl_ctl *b = controller("replica-b");
 	create_pod_aw("crashloop",
-	              "\"workload.codeflare.dev.appwrapper/retryLimit\":\"5\","
-	              "\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\","
-	              "\"workload.codeflare.dev.appwrapper/retryPausePeriodDuration\":\"1s\"",
+	              "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"5\","
+	              "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\","
+	              "\"" SF_AW_ANNOT_PREFIX "retryPausePeriodDuration\":\"1s\"",
 	              "crashloop-pod", NULL);
 	tl_aw_wait_phase(&W, "crashloop", "Suspended", 20000);
 	tl_aw_admit(&W, "crashloop", NULL);
@@ -688,9 +688,9 @@ static void admit_all(const char *prefix, int n)
 	for (int i = 0; i < n; i++) {
 		char name[64];
 		snprintf(name, sizeof(name), "%s-%d", prefix, i);
-		cr_assert_eq(sf_kube_patch(K.client, &TL_AW_GVR, NS, name, NULL, SF_PATCH_MERGE,
-		                           "{\"spec\":{\"suspend\":false}}", NULL, 0, admit_done,
-		                           &a, NULL),
+		cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_APPWRAPPERS, NS, name, NULL,
+		                           SF_PATCH_MERGE, "{\"spec\":{\"suspend\":false}}", NULL,
+		                           0, admit_done, &a, NULL),
 		             0);
 		a.pending++;
 	}
@@ -820,8 +820,8 @@ static void incident_a(long lag_ms, int rounds)
 			snprintf(name, sizeof(name), "%s-%d", prefix, i);
 			/* fire and forget: no callback (the last round's
 			 * answers arrive after this function returns) */
-			cr_assert_eq(sf_kube_delete(K.client, &TL_AW_GVR, NS, name, NULL, NULL,
-			                            NULL, NULL) >= 0,
+			cr_assert_eq(sf_kube_delete(K.client, &SF_GVR_APPWRAPPERS, NS, name, NULL,
+			                            NULL, NULL, NULL) >= 0,
 			             1);
 		}
 	}
@@ -884,7 +884,7 @@ Test(appwrapper, huge_appwrapper_is_handled_and_others_served)
 	char *body = NULL;
 	cr_assert(
 	    asprintf(&body,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	             "\"metadata\":{\"name\":\"huge\"},\"spec\":{\"suspend\":false,"
 	             "\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
 	             "\"metadata\":{\"name\":\"huge-pod\"},\"spec\":{\"containers\":[{\"name\":"
@@ -915,6 +915,46 @@ static int never_true(void *ud)
 {
 	(void)ud;
 	return 0;
+}
+
+/* Checks the text format of a /metrics body: every family has one
+ * "# HELP" directly followed by its "# TYPE", declared once, and each sample
+ * belongs to the family declared last (a histogram's by its _bucket, _sum
+ * and _count series). */
+static void expect_one_header_per_family(const char *body)
+{
+	char seen[8192] = "\n", fam[128] = "", type[16] = "";
+	const char *l = body;
+	while (*l) {
+		const char *nl = strchr(l, '\n');
+		cr_assert(nl, "/metrics does not end in a newline");
+		char line[512];
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - l), l);
+		char name[128];
+		if (sscanf(line, "# HELP %127s", name) == 1) {
+			char key[132];
+			snprintf(key, sizeof(key), "\n%s\n", name);
+			cr_assert(!strstr(seen, key), "family %s declared twice:\n%s", name, body);
+			cr_assert(strlen(seen) + strlen(name) + 2 < sizeof(seen));
+			strcat(seen, name);
+			strcat(seen, "\n");
+			const char *next = nl + 1;
+			cr_assert(sscanf(next, "# TYPE %127s %15s", fam, type) == 2 &&
+			              strcmp(fam, name) == 0,
+			          "no TYPE right after HELP of %s", name);
+			l = strchr(next, '\n') + 1;
+			continue;
+		}
+		cr_assert(line[0] != '#', "stray comment: %s", line);
+		cr_assert(sscanf(line, "%127[a-zA-Z0-9_:]", name) == 1, "bad line: %s", line);
+		size_t fl = strlen(fam);
+		int ok = strcmp(name, fam) == 0;
+		if (!ok && strcmp(type, "histogram") == 0 && strncmp(name, fam, fl) == 0)
+			ok = strcmp(name + fl, "_bucket") == 0 || strcmp(name + fl, "_sum") == 0 ||
+			     strcmp(name + fl, "_count") == 0;
+		cr_assert(ok, "sample %s outside its family (last declared: %s)", line, fam);
+		l = nl + 1;
+	}
 }
 
 Test(appwrapper, probes_and_metrics)
@@ -961,6 +1001,7 @@ Test(appwrapper, probes_and_metrics)
 		}
 		cr_assert(strstr(b.data, needles[i]), "/metrics lacks %s:\n%s", needles[i], b.data);
 	}
+	expect_one_header_per_family(b.data);
 	sf_buf_free(&b);
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/buf.h"
 #include "steadfast/client.h"
 #include "steadfast/json.h"
@@ -101,7 +102,7 @@ static char *replace_view(const char *json, sf_jv at, const char *with)
 static sf_obj *get_aw(const char *ns, const char *name, long want_status)
 {
 	tl_res r;
-	sf_kube_req req = {.method = "GET", .gvr = &TL_AW_GVR, .ns = ns, .name = name};
+	sf_kube_req req = {.method = "GET", .gvr = &SF_GVR_APPWRAPPERS, .ns = ns, .name = name};
 	tl_do(&K, &req, &r);
 	cr_assert_eq(r.http_status, want_status, "GET appwrapper %s/%s: %ld %s %s", ns, name,
 	             r.http_status, r.message, r.errmsg);
@@ -113,7 +114,7 @@ static sf_obj *get_aw(const char *ns, const char *name, long want_status)
 static unsigned long count_aws(const char *ns)
 {
 	tl_res r;
-	sf_kube_req req = {.method = "GET", .gvr = &TL_AW_GVR, .ns = ns};
+	sf_kube_req req = {.method = "GET", .gvr = &SF_GVR_APPWRAPPERS, .ns = ns};
 	tl_do(&K, &req, &r);
 	cr_assert_eq(r.http_status, 200, "LIST appwrappers: %ld %s", r.http_status, r.message);
 	cr_assert(r.obj, "LIST without a body");
@@ -125,7 +126,7 @@ static unsigned long count_aws(const char *ns)
 static sf_obj *get_crd(void)
 {
 	tl_res r;
-	sf_kube_req req = {.method = "GET", .gvr = &SF_GVR_CRDS, .name = TL_AW_CRD_NAME};
+	sf_kube_req req = {.method = "GET", .gvr = &SF_GVR_CRDS, .name = SF_AW_CRD_NAME};
 	tl_do(&K, &req, &r);
 	cr_assert_eq(r.http_status, 200, "GET CRD: %ld %s", r.http_status, r.message);
 	sf_obj *o = sf_obj_ref(r.obj);
@@ -150,7 +151,7 @@ Test(crd, installs_established_and_reinstall_is_a_no_op)
 	/* what is served is what we wrote */
 	char v[128];
 	jstr(a, "spec.group", v, sizeof(v));
-	cr_assert_str_eq(v, "workload.codeflare.dev");
+	cr_assert_str_eq(v, SF_AW_GROUP);
 	jstr(a, "spec.scope", v, sizeof(v));
 	cr_assert_str_eq(v, "Namespaced");
 	jstr(a, "spec.names.plural", v, sizeof(v));
@@ -242,7 +243,7 @@ Test(crd, discovery_shows_short_name_and_status_subresource)
 	tl_res r = {0};
 	int64_t deadline = sf_mono_ns() + 30 * 1000000000LL;
 	for (;;) {
-		sf_kube_req req = {.method = "GET", .path = "/apis/workload.codeflare.dev/v1beta2"};
+		sf_kube_req req = {.method = "GET", .path = "/apis/" SF_AW_API_VERSION};
 		tl_do(&K, &req, &r);
 		if (r.http_status == 200 && appwrappers_listed(r.obj))
 			break;
@@ -281,7 +282,7 @@ Test(crd, discovery_shows_short_name_and_status_subresource)
 	tl_res_clear(&r);
 
 	/* the group prefers v1beta2 */
-	sf_kube_req grp = {.method = "GET", .path = "/apis/workload.codeflare.dev"};
+	sf_kube_req grp = {.method = "GET", .path = "/apis/" SF_AW_GROUP};
 	tl_do(&K, &grp, &r);
 	cr_assert_eq(r.http_status, 200, "%s", r.message);
 	cr_assert(sf_jv_streq(jpath(r.obj, "preferredVersion.version"), "v1beta2"), "%s",
@@ -290,9 +291,7 @@ Test(crd, discovery_shows_short_name_and_status_subresource)
 
 	/* and the client's own discovery maps the kind to the resource */
 	resolved rv = {0};
-	cr_assert_eq(sf_kube_resolve(K.client, "workload.codeflare.dev/v1beta2", "AppWrapper",
-	                             on_resolved, &rv),
-	             0);
+	cr_assert_eq(sf_kube_resolve(K.client, SF_AW_API_VERSION, SF_AW_KIND, on_resolved, &rv), 0);
 	tl_run_until_fn(&K.loop, resolved_done, &rv, 30000);
 	cr_assert(rv.done, "discovery did not answer");
 	cr_assert_eq(rv.err, 0);
@@ -366,9 +365,8 @@ Test(crd, samples_cover_the_upstream_shapes)
 	for (size_t i = 0; i < n; i++) {
 		char *json = tl_aw_yaml_json(files[i]);
 		sf_jv root = sf_jv_root(json, strlen(json));
-		cr_assert(
-		    sf_jv_streq(sf_jv_get(root, "apiVersion"), "workload.codeflare.dev/v1beta2"),
-		    "%s", files[i]);
+		cr_assert(sf_jv_streq(sf_jv_get(root, "apiVersion"), SF_AW_API_VERSION), "%s",
+		          files[i]);
 		cr_assert(sf_jv_streq(sf_jv_get(root, "kind"), "AppWrapper"), "%s", files[i]);
 		char name[254];
 		cr_assert_geq(sf_jv_str(sf_jv_path(root, "metadata.name"), name, sizeof(name)), 0);
@@ -378,9 +376,8 @@ Test(crd, samples_cover_the_upstream_shapes)
 		    sf_jv_streq(sf_jv_get(labels, "kueue.x-k8s.io/queue-name"), "default-queue"),
 		    "%s: no queue label", files[i]);
 		sf_jv annots = sf_jv_path(root, "metadata.annotations");
-		if (sf_jv_ok(sf_jv_get(annots, "workload.codeflare.dev.appwrapper/retryLimit")) &&
-		    sf_jv_ok(sf_jv_get(
-		        annots, "workload.codeflare.dev.appwrapper/admissionGracePeriodDuration")))
+		if (sf_jv_ok(sf_jv_get(annots, SF_AW_ANNOT_PREFIX "retryLimit")) &&
+		    sf_jv_ok(sf_jv_get(annots, SF_AW_ANNOT_PREFIX "admissionGracePeriodDuration")))
 			fault = 1;
 		sf_jv comps = sf_jv_path(root, "spec.components");
 		cr_assert_gt(sf_jv_len(comps), 0, "%s: no components", files[i]);
@@ -508,8 +505,8 @@ Test(crd, every_sample_passes_a_server_side_dry_run)
 static tl_res patch(const char *ns, const char *name, const char *sub, const char *body)
 {
 	tl_res r = {0};
-	cr_assert_eq(sf_kube_patch(K.client, &TL_AW_GVR, ns, name, sub, SF_PATCH_MERGE, body, NULL,
-	                           0, tl_res_cb, &r, NULL),
+	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_APPWRAPPERS, ns, name, sub, SF_PATCH_MERGE,
+	                           body, NULL, 0, tl_res_cb, &r, NULL),
 	             0);
 	tl_wait(&K.loop, &r, 30000);
 	return r;
@@ -595,7 +592,7 @@ Test(crd, status_subresource_splits_status_from_spec)
 	char *put = replace_view(step1, (sf_jv){spec.p, 1}, "{\"suspend\":true,");
 	free(step1);
 	sf_kube_req upd = {.method = "PUT",
-	                   .gvr = &TL_AW_GVR,
+	                   .gvr = &SF_GVR_APPWRAPPERS,
 	                   .ns = ns,
 	                   .name = name,
 	                   .body = put,
@@ -692,7 +689,7 @@ Test(crd, invalid_appwrappers_are_refused_with_422_naming_the_field)
 		char spec[1024], yaml[2048];
 		snprintf(spec, sizeof(spec), cases[i].spec, tmpl);
 		snprintf(yaml, sizeof(yaml),
-		         "apiVersion: workload.codeflare.dev/v1beta2\n"
+		         "apiVersion: " SF_AW_API_VERSION "\n"
 		         "kind: AppWrapper\n"
 		         "metadata:\n"
 		         "  name: bad-%zu\n"
@@ -722,7 +719,7 @@ Test(crd, unknown_fields_pruned_outside_templates_kept_inside)
 	tl_aw_install_crd(&K);
 	char ns[64];
 	tl_namespace(&K, "it-aw-prune", ns, sizeof(ns));
-	static const char yaml[] = "apiVersion: workload.codeflare.dev/v1beta2\n"
+	static const char yaml[] = "apiVersion: " SF_AW_API_VERSION "\n"
 	                           "kind: AppWrapper\n"
 	                           "metadata:\n"
 	                           "  name: sample-prune\n"

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
 #include "steadfast/config.h"
@@ -169,7 +170,7 @@ Test(deadconn, a_follower_on_a_half_open_connection_takes_over)
 	cr_assert_lt(s, 3.0 + 5.0, "took over %.1f s after the kill", s);
 	/* and it reconciles: its controller's client recovers on its own */
 	create_cm("unused"); /* (the test's own client works) */
-	tl_aw_create(&W, "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":"
+	tl_aw_create(&W, "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":"
 	                 "\"AppWrapper\",\"metadata\":{\"name\":\"after\"},\"spec\":{\"suspend\":"
 	                 "true,\"components\":[]}}");
 	tl_aw_wait_phase(&W, "after", "Suspended", 90000);

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
 #include "steadfast/log.h"
@@ -46,7 +47,6 @@ static tl_kube K;
 static char NS[64];
 static tl_aw_watch W;
 
-#define ANNOT "workload.codeflare.dev.appwrapper/"
 #define WIDGET_CRD_NAME "widgets.evidence.steadfast.test"
 
 static const sf_gvr WIDGETS_V1 = {"evidence.steadfast.test", "v1", "widgets", 1};
@@ -178,9 +178,11 @@ static void serve_v2(int served)
 }
 
 static const char *WIDGET_AW =
-    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
-    "\"name\":\"wid\",\"annotations\":{\"" ANNOT "missingComponentGracePeriodDuration\":\"1s\","
-    "\"" ANNOT "forcefulDeletionGracePeriodDuration\":\"2s\"}},\"spec\":{\"suspend\":false,"
+    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "\"name\":\"wid\",\"annotations\":{\"" SF_AW_ANNOT_PREFIX
+    "missingComponentGracePeriodDuration\":\"1s\","
+    "\"" SF_AW_ANNOT_PREFIX
+    "forcefulDeletionGracePeriodDuration\":\"2s\"}},\"spec\":{\"suspend\":false,"
     "\"components\":[{\"podSets\":[{\"replicas\":1,\"path\":\"template.spec.template\"}],"
     "\"template\":{\"apiVersion\":\"evidence.steadfast.test/v2\",\"kind\":\"Widget\","
     "\"metadata\":{\"name\":\"wid-w\"},\"spec\":{\"template\":{\"spec\":{\"containers\":[{"
@@ -200,7 +202,7 @@ Test(evidence, a_version_not_served_is_no_evidence_of_absence)
 	/* the Widget's own operator would run its pod: the test makes one */
 	cr_assert_eq(tl_aw_req(&W, "POST", &SF_GVR_PODS, NULL, NULL,
 	                       "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
-	                       "\"wid-pod\",\"labels\":{\"workload.codeflare.dev/appwrapper\":"
+	                       "\"wid-pod\",\"labels\":{\"" SF_AW_LABEL "\":"
 	                       "\"wid\"}},\"spec\":{\"containers\":[{\"name\":\"main\","
 	                       "\"image\":\"busybox\"}]}}"),
 	             201);
@@ -231,8 +233,9 @@ Test(evidence, a_version_not_served_is_no_evidence_of_absence)
 
 	/* Kueue preempts: the deletion cannot be proven, so it waits, with
 	 * the quota reserved (past the forceful deletion grace too) */
-	cr_assert_eq(
-	    tl_aw_req(&W, "PATCH", &TL_AW_GVR, "wid", NULL, "{\"spec\":{\"suspend\":true}}"), 200);
+	cr_assert_eq(tl_aw_req(&W, "PATCH", &SF_GVR_APPWRAPPERS, "wid", NULL,
+	                       "{\"spec\":{\"suspend\":true}}"),
+	             200);
 	tl_aw_wait_phase(&W, "wid", "Suspending", 20000);
 	assert_stays("wid", "Suspending", 8000);
 	cr_assert_str_eq(tl_aw_cond(&W, "wid", "QuotaReserved", NULL, NULL), "True");
@@ -252,7 +255,7 @@ Test(evidence, a_version_not_served_is_no_evidence_of_absence)
 /* ---- 5. Kueue's admission is never undone ---- */
 
 static const char *QUEUED_JOB_AW =
-    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
     "\"name\":\"%s\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"user-queue\"}},\"spec\":{"
     "\"suspend\":true,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\",\"kind\":"
     "\"Job\",\"metadata\":{\"name\":\"%s-job\"},\"spec\":{\"template\":{\"spec\":{"
@@ -282,7 +285,8 @@ Test(evidence, admission_while_no_replica_runs_is_not_undone)
 	for (int i = 0; i < 3; i++) {
 		sf_obj *o = NULL;
 		tl_res r = {0};
-		sf_kube_req q = {.method = "GET", .gvr = &TL_AW_GVR, .ns = NS, .name = names[i]};
+		sf_kube_req q = {
+		    .method = "GET", .gvr = &SF_GVR_APPWRAPPERS, .ns = NS, .name = names[i]};
 		tl_do(&K, &q, &r);
 		cr_assert_eq(r.http_status, 200);
 		o = r.obj;
@@ -335,7 +339,7 @@ static int fresh_visit(void *ud, sf_obj *o)
 	fresh_pods *f = ud;
 	sf_jv p = sf_obj_root(o);
 	if (f->n < 8 &&
-	    sf_jv_streq(sf_jv_get(sf_jv_path(p, "metadata.labels"), TL_AW_LABEL), f->aw) &&
+	    sf_jv_streq(sf_jv_get(sf_jv_path(p, "metadata.labels"), SF_AW_LABEL), f->aw) &&
 	    !sf_jv_ok(sf_jv_path(p, "metadata.deletionTimestamp")) &&
 	    !sf_jv_streq(sf_jv_path(p, "status.phase"), "Succeeded") &&
 	    !sf_jv_streq(sf_jv_path(p, "status.phase"), "Failed") && !is_done(f, o->name))
@@ -356,7 +360,7 @@ Test(evidence, job_succeeds_only_when_the_job_is_complete)
 {
 	controller("solo");
 	tl_aw_create(
-	    &W, "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    &W, "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	        "\"metadata\":{\"name\":\"comp4\"},\"spec\":{\"suspend\":false,\"components\":[{"
 	        "\"template\":{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{"
 	        "\"name\":\"comp4-job\"},\"spec\":{\"parallelism\":2,\"completions\":4,"
@@ -401,10 +405,10 @@ Test(evidence, a_pod_replaced_long_after_deployment_does_not_reset)
 {
 	controller("solo");
 	tl_aw_create(&W,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	             "\"metadata\":{\"name\":\"repl\",\"annotations\":{"
-	             "\"" ANNOT "warmupGracePeriodDuration\":\"20s\","
-	             "\"" ANNOT "admissionGracePeriodDuration\":\"20s\"}},\"spec\":{"
+	             "\"" SF_AW_ANNOT_PREFIX "warmupGracePeriodDuration\":\"20s\","
+	             "\"" SF_AW_ANNOT_PREFIX "admissionGracePeriodDuration\":\"20s\"}},\"spec\":{"
 	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
 	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"repl-job\"},\"spec\":{"
 	             "\"backoffLimit\":3,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
@@ -443,10 +447,12 @@ Test(evidence, a_renamed_template_is_never_created)
 {
 	controller("solo");
 	tl_aw_create(&W,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	             "\"metadata\":{\"name\":\"ren\",\"annotations\":{"
-	             "\"" ANNOT "retryLimit\":\"2\",\"" ANNOT "failureGracePeriodDuration\":\"0s\","
-	             "\"" ANNOT "retryPausePeriodDuration\":\"0s\"}},\"spec\":{\"suspend\":false,"
+	             "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"2\",\"" SF_AW_ANNOT_PREFIX
+	             "failureGracePeriodDuration\":\"0s\","
+	             "\"" SF_AW_ANNOT_PREFIX
+	             "retryPausePeriodDuration\":\"0s\"}},\"spec\":{\"suspend\":false,"
 	             "\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
 	             "\"metadata\":{\"name\":\"ren-pod\"},\"spec\":{\"restartPolicy\":\"Never\","
 	             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
@@ -454,7 +460,7 @@ Test(evidence, a_renamed_template_is_never_created)
 	tl_aw_admit(&W, "ren", NULL);
 	tl_aw_wait_phase(&W, "ren", "Running", 20000);
 	/* a user renames the template of the running component */
-	cr_assert_eq(tl_aw_req(&W, "PATCH", &TL_AW_GVR, "ren", NULL,
+	cr_assert_eq(tl_aw_req(&W, "PATCH", &SF_GVR_APPWRAPPERS, "ren", NULL,
 	                       "{\"spec\":{\"components\":[{\"template\":{\"apiVersion\":\"v1\","
 	                       "\"kind\":\"Pod\",\"metadata\":{\"name\":\"ren-pod-2\"},\"spec\":{"
 	                       "\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","
@@ -626,17 +632,20 @@ Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
 	int64_t t0 = sf_mono_ns();
 	snprintf(
 	    body, sizeof(body),
-	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	    "\"metadata\":{\"name\":\"split\"},\"spec\":{\"suspend\":true,\"components\":[]}}");
-	sf_kube_req cq = {
-	    .method = "POST", .gvr = &TL_AW_GVR, .ns = ns, .body = body, .body_len = strlen(body)};
+	sf_kube_req cq = {.method = "POST",
+	                  .gvr = &SF_GVR_APPWRAPPERS,
+	                  .ns = ns,
+	                  .body = body,
+	                  .body_len = strlen(body)};
 	tl_do(&k2, &cq, &r);
 	cr_assert_eq(r.http_status, 201);
 	tl_res_clear(&r);
 	/* its first reconcile (defaults, Suspended) comes as fast as ever */
 	int done = 0;
 	while (!done) {
-		sf_obj *aw = get_obj_on(&k2, &TL_AW_GVR, ns, "split");
+		sf_obj *aw = get_obj_on(&k2, &SF_GVR_APPWRAPPERS, ns, "split");
 		done = aw && sf_jv_streq(sf_jv_path(sf_obj_root(aw), "status.phase"), "Suspended");
 		sf_obj_unref(aw);
 		cr_assert(sf_mono_ns() - t0 < 10 * SF_NSEC_PER_SEC,
@@ -686,7 +695,7 @@ static void create_kind_aw(const char *name, const char *api, const char *kind)
 		         strcmp(kind, "StatefulSet") == 0 ? "\"serviceName\":\"x\"," : "", name,
 		         name, pod);
 	snprintf(body, sizeof(body),
-	         "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	         "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"suspend\":false,\"components\":[{"
 	         "\"template\":{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":"
 	         "\"%s-c\"}%s%s%s}}]}}",
@@ -761,9 +770,9 @@ Test(evidence, a_standby_takes_over_with_warm_component_caches)
 	cr_assert_geq(tl_ctl_wait_log(&K.loop, b, "\"msg\":\"reconciling\"", from, 30000), 0);
 	double ms = (double)(sf_mono_ns() - t_lead) / 1e6;
 	/* it reconciles: a change made now is acted on */
-	cr_assert_eq(
-	    tl_aw_req(&W, "PATCH", &TL_AW_GVR, "wk-deploy", NULL, "{\"spec\":{\"suspend\":true}}"),
-	    200);
+	cr_assert_eq(tl_aw_req(&W, "PATCH", &SF_GVR_APPWRAPPERS, "wk-deploy", NULL,
+	                       "{\"spec\":{\"suspend\":true}}"),
+	             200);
 	tl_aw_wait_phase(&W, "wk-deploy", "Suspended", 20000);
 	int total = 0;
 	for (size_t i = 0; i < 4; i++) {

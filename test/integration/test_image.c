@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/buf.h"
 #include "steadfast/client.h"
 #include "steadfast/json.h"
@@ -395,7 +396,7 @@ Test(image, controller_in_a_restricted_container_with_in_cluster_config)
 
 	/* a Job AppWrapper from Suspended to Succeeded */
 	static const char aw[] =
-	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
 	    "\"metadata\":{\"name\":\"image-job\"},\"spec\":{\"components\":[{\"template\":{"
 	    "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"image-job\"},"
 	    "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","

@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awconfig.h"
 #include "steadfast/buf.h"
 #include "steadfast/cache.h"
@@ -987,16 +988,16 @@ static long file_size(const char *path)
 }
 
 static const char *JOB_AW =
-    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
     "\"name\":\"rbac-job\"},\"spec\":{\"suspend\":false,\"components\":[{\"template\":{"
     "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"rbac-job\"},"
     "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
     "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"command\":[\"true\"]}]}}}}}]}}";
 
 static const char *POD_AW =
-    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"
-    "\"name\":\"rbac-pod\",\"annotations\":{\"workload.codeflare.dev.appwrapper/retryLimit\":"
-    "\"0\",\"workload.codeflare.dev.appwrapper/failureGracePeriodDuration\":\"0s\"}},\"spec\":{"
+    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
+    "\"name\":\"rbac-pod\",\"annotations\":{\"" SF_AW_ANNOT_PREFIX "retryLimit\":"
+    "\"0\",\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\"}},\"spec\":{"
     "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
     "\"metadata\":{\"name\":\"rbac-pod\"},\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{"
     "\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}";
@@ -1162,16 +1163,15 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	tl_aw_admit(&W, "rbac-job", NULL);
 	tl_aw_wait_phase(&W, "rbac-job", "Running", 20000);
 	aw = sf_obj_root(tl_aw_cached(&W, "rbac-job"));
-	cr_assert(
-	    arr_has(sf_jv_path(aw, "metadata.finalizers"), "workload.codeflare.dev/finalizer"),
-	    "no finalizer on the running AppWrapper");
+	cr_assert(arr_has(sf_jv_path(aw, "metadata.finalizers"), SF_AW_FINALIZER),
+	          "no finalizer on the running AppWrapper");
 	char pod[254];
 	tl_aw_pod_ready(&W, "rbac-job", pod, sizeof(pod), 20000);
 	tl_aw_kubelet(&W, pod, "Succeeded", 0, NULL);
 	tl_aw_wait_phase(&W, "rbac-job", "Succeeded", 20000);
 
 	/* deletion: the finalizer goes after the components */
-	cr_assert_eq(tl_aw_req(&W, "DELETE", &TL_AW_GVR, "rbac-job", NULL, NULL), 200);
+	cr_assert_eq(tl_aw_req(&W, "DELETE", &SF_GVR_APPWRAPPERS, "rbac-job", NULL, NULL), 200);
 	if (tl_run_until_fn(&K.loop, aw_absent, "rbac-job", 30000) != 0) {
 		tl_aw_dump(&W, "rbac-job");
 		cr_assert_fail("the AppWrapper was not finalized within 30 s");
@@ -1212,9 +1212,9 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                                   "update coordination.k8s.io/leases ok",
 	                                   "list coordination.k8s.io/leases ok",
 	                                   "watch coordination.k8s.io/leases ok",
-	                                   "watch workload.codeflare.dev/appwrappers ok",
-	                                   "patch workload.codeflare.dev/appwrappers ok",
-	                                   "patch workload.codeflare.dev/appwrappers/status ok",
+	                                   "watch " SF_AW_GROUP "/" SF_AW_RESOURCE " ok",
+	                                   "patch " SF_AW_GROUP "/" SF_AW_RESOURCE " ok",
+	                                   "patch " SF_AW_GROUP "/" SF_AW_RESOURCE "/status ok",
 	                                   "create batch/jobs ok",
 	                                   "delete batch/jobs ok",
 	                                   "watch batch/jobs ok",
@@ -1281,7 +1281,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	cr_assert_eq(sa_status(&q9), 403, "creating a ConfigMap");
 	static const char awput[] = "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}";
 	sf_kube_req q10 = {.method = "PUT",
-	                   .gvr = &TL_AW_GVR,
+	                   .gvr = &SF_GVR_APPWRAPPERS,
 	                   .ns = AWNS,
 	                   .name = "rbac-pod",
 	                   .query = "dryRun=All",

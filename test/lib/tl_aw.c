@@ -20,8 +20,6 @@
 #include "steadfast/yaml.h"
 #include "tl_ctl.h"
 
-const sf_gvr TL_AW_GVR = {"workload.codeflare.dev", "v1beta2", "appwrappers", 1};
-
 /* ---- source tree ---- */
 
 const char *tl_aw_src_path(const char *rel, char *buf, size_t n)
@@ -350,10 +348,10 @@ long tl_aw_install_crd(tl_kube *k)
 	size_t n = tl_aw_apply_yaml(k, NULL, path, NULL, &a);
 	cr_assert_eq(n, 1, "%s holds %zu documents", path, n);
 	cr_assert_str_eq(a.docs[0].kind, "CustomResourceDefinition");
-	cr_assert_str_eq(a.docs[0].name, TL_AW_CRD_NAME);
+	cr_assert_str_eq(a.docs[0].name, SF_AW_CRD_NAME);
 	long status = a.docs[0].http_status;
 	tl_aw_applied_clear(&a);
-	tl_aw_wait_established(k, TL_AW_CRD_NAME, 60000);
+	tl_aw_wait_established(k, SF_AW_CRD_NAME, 60000);
 	return status;
 }
 
@@ -553,7 +551,7 @@ void tl_aw_watch_start(tl_aw_watch *w, tl_kube *k, const char *ns)
 	memset(w, 0, sizeof(*w));
 	w->k = k;
 	snprintf(w->ns, sizeof(w->ns), "%s", ns);
-	w->aws = watch_one(w, &TL_AW_GVR);
+	w->aws = watch_one(w, &SF_GVR_APPWRAPPERS);
 	w->pods = watch_one(w, &SF_GVR_PODS);
 	w->jobs = watch_one(w, &SF_GVR_JOBS);
 	w->events = watch_one(w, &SF_GVR_EVENTS);
@@ -662,7 +660,7 @@ static int labelled_visit(void *ud, sf_obj *o)
 {
 	labelled_ctx *c = ud;
 	sf_jv root = sf_obj_root(o);
-	if (!sf_jv_streq(sf_jv_get(sf_jv_path(root, "metadata.labels"), TL_AW_LABEL), c->aw))
+	if (!sf_jv_streq(sf_jv_get(sf_jv_path(root, "metadata.labels"), SF_AW_LABEL), c->aw))
 		return 0;
 	c->n++;
 	if (!sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp")))
@@ -753,7 +751,7 @@ void tl_aw_create(tl_aw_watch *w, const char *json)
 {
 	tl_res r;
 	sf_kube_req q = {.method = "POST",
-	                 .gvr = &TL_AW_GVR,
+	                 .gvr = &SF_GVR_APPWRAPPERS,
 	                 .ns = w->ns,
 	                 .body = json,
 	                 .body_len = strlen(json)};
@@ -765,7 +763,7 @@ void tl_aw_create(tl_aw_watch *w, const char *json)
 
 void tl_aw_admit(tl_aw_watch *w, const char *name, const char *patch)
 {
-	long st = tl_aw_req(w, "PATCH", &TL_AW_GVR, name, NULL,
+	long st = tl_aw_req(w, "PATCH", &SF_GVR_APPWRAPPERS, name, NULL,
 	                    patch ? patch : "{\"spec\":{\"suspend\":false}}");
 	cr_assert_eq(st, 200, "admit %s: %ld", name, st);
 }
@@ -801,7 +799,7 @@ static int events_visit(void *ud, sf_obj *o)
 	tl_aw_events *e = ud;
 	sf_jv ev = sf_obj_root(o);
 	char msg[1100] = "";
-	if (!sf_jv_streq(sf_jv_path(ev, "involvedObject.kind"), "AppWrapper") ||
+	if (!sf_jv_streq(sf_jv_path(ev, "involvedObject.kind"), SF_AW_KIND) ||
 	    !sf_jv_streq(sf_jv_path(ev, "involvedObject.name"), e->aw))
 		return 0;
 	sf_jv_str(sf_jv_get(ev, "message"), msg, sizeof(msg));

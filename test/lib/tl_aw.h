@@ -18,21 +18,17 @@
 
 #include <stddef.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
 #include "steadfast/json.h"
 #include "tl.h"
 
-#define TL_AW_CRD_NAME "appwrappers.workload.codeflare.dev"
-#define TL_AW_CRD_FILE "manifests/crd/appwrappers.workload.codeflare.dev.yaml"
+#define TL_AW_CRD_FILE "manifests/crd/" SF_AW_CRD_NAME ".yaml"
 #define TL_AW_SAMPLES_DIR "test/samples"
 #define TL_AW_MAX_DOCS 32
-#define TL_AW_LABEL "workload.codeflare.dev/appwrapper" /* on components and pods */
-#define TL_AW_REASON_LEN 64                             /* the reason buffer of tl_aw_cond */
-#define TL_AW_MESSAGE_LEN 1024                          /* the message buffer of tl_aw_cond */
-
-/* workload.codeflare.dev/v1beta2 appwrappers (namespaced). */
-extern const sf_gvr TL_AW_GVR;
+#define TL_AW_REASON_LEN 64    /* the reason buffer of tl_aw_cond */
+#define TL_AW_MESSAGE_LEN 1024 /* the message buffer of tl_aw_cond */
 
 /* A file of the source tree, by its path from the repository root: rel
  * itself when it exists from the working directory (tests run from the
@@ -154,7 +150,7 @@ void tl_aw_wait_cond(tl_aw_watch *w, const char *name, const char *type, const c
                      long timeout_ms);
 
 /* How many objects the informer inf (w->pods, w->jobs) caches with the
- * TL_AW_LABEL of AppWrapper aw, terminating ones included. */
+ * SF_AW_LABEL of AppWrapper aw, terminating ones included. */
 int tl_aw_labelled(sf_informer *inf, const char *aw);
 
 /* Waits for a live (not terminating) pod of AppWrapper aw and puts its

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awcomp.h"
 #include "steadfast/buf.h"
 #include "steadfast/jdoc.h"
@@ -73,7 +74,7 @@ static int jv_str_is(sf_jv v, const char *s)
 }
 
 #define AW_HEAD                                                                                    \
-	"{'apiVersion':'workload.codeflare.dev/v1beta2','kind':'AppWrapper',"                      \
+	"{'apiVersion':'" SF_AW_API_VERSION "','kind':'AppWrapper',"                               \
 	"'metadata':{'name':'aw1','namespace':'ns1','uid':'uid-1'},'spec':{'components':["
 #define AW(comps) J(AW_HEAD comps "]}}")
 #define AW_STATUS(comps, status) J(AW_HEAD comps "]},'status':" status "}")
@@ -171,7 +172,7 @@ Test(awcomp, infer_job_defaults_and_limits)
 	cr_assert_eq(infer(JOB(""), ps, 2), 1);
 	cr_assert_str_eq(ps[0].path, "template.spec.template");
 	cr_assert_eq(ps[0].replicas, 1);
-	cr_assert_str_eq(annot(&ps[0], SF_AWC_TAS_POD_INDEX_LABEL),
+	cr_assert_str_eq(annot(&ps[0], SF_AW_TAS_POD_INDEX_LABEL),
 	                 "batch.kubernetes.io/job-completion-index");
 
 	infer(JOB("'parallelism':3,"), ps, 2);
@@ -254,15 +255,15 @@ Test(awcomp, infer_jobset)
 	cr_assert_str_eq(ps[0].path, "template.spec.replicatedJobs[0].template.spec.template");
 	cr_assert_eq(ps[0].replicas, 4);
 	cr_assert_eq(ps[0].nannots, 3);
-	cr_assert_str_eq(annot(&ps[0], SF_AWC_TAS_POD_INDEX_LABEL),
+	cr_assert_str_eq(annot(&ps[0], SF_AW_TAS_POD_INDEX_LABEL),
 	                 "batch.kubernetes.io/job-completion-index");
-	cr_assert_str_eq(annot(&ps[0], SF_AWC_TAS_SUB_GROUP_INDEX_LABEL),
+	cr_assert_str_eq(annot(&ps[0], SF_AW_TAS_SUB_GROUP_INDEX_LABEL),
 	                 "jobset.sigs.k8s.io/job-index");
-	cr_assert_str_eq(annot(&ps[0], SF_AWC_TAS_SUB_GROUP_COUNT), "2");
+	cr_assert_str_eq(annot(&ps[0], SF_AW_TAS_SUB_GROUP_COUNT), "2");
 	/* the replicated job without a template is skipped, indexes are kept */
 	cr_assert_str_eq(ps[1].path, "template.spec.replicatedJobs[2].template.spec.template");
 	cr_assert_eq(ps[1].replicas, 1); /* 1 replica x min(3, 1) */
-	cr_assert_str_eq(annot(&ps[1], SF_AWC_TAS_SUB_GROUP_COUNT), "1");
+	cr_assert_str_eq(annot(&ps[1], SF_AW_TAS_SUB_GROUP_COUNT), "1");
 }
 
 Test(awcomp, infer_jobset_overflow_and_capacity)
@@ -295,7 +296,7 @@ Test(awcomp, infer_pytorchjob)
 	cr_assert_eq(ps[0].replicas, 1);
 	cr_assert_str_eq(ps[1].path, "template.spec.pytorchReplicaSpecs.Worker.template");
 	cr_assert_eq(ps[1].replicas, 2);
-	cr_assert_str_eq(annot(&ps[1], SF_AWC_TAS_POD_INDEX_LABEL),
+	cr_assert_str_eq(annot(&ps[1], SF_AW_TAS_POD_INDEX_LABEL),
 	                 "training.kubeflow.org/replica-index");
 
 	const char *wo = "{'apiVersion':'kubeflow.org/v1','kind':'PyTorchJob','metadata':{'name':"
@@ -442,11 +443,11 @@ Test(awcomp, podset_to_jd)
 	sf_jd_free(d);
 	cr_assert_str_eq(t, M("{'replicas':4,'path':'template.spec.replicatedJobs[0].template.spec."
 	                      "template','annotations':{"
-	                      "'workload.codeflare.dev.appwrapper/tas-pod-index-label':"
+	                      "'" SF_AW_TAS_POD_INDEX_LABEL "':"
 	                      "'batch.kubernetes.io/job-completion-index',"
-	                      "'workload.codeflare.dev.appwrapper/tas-sub-group-index-label':"
+	                      "'" SF_AW_TAS_SUB_GROUP_INDEX_LABEL "':"
 	                      "'jobset.sigs.k8s.io/job-index',"
-	                      "'workload.codeflare.dev.appwrapper/tas-sub-group-count':'2'}}"));
+	                      "'" SF_AW_TAS_SUB_GROUP_COUNT "':'2'}}"));
 	free(t);
 
 	sf_jv comp =
@@ -463,7 +464,7 @@ Test(awcomp, podset_to_jd)
 
 /* ---- building ---- */
 
-static const char *OWNER_REF = "[{\"apiVersion\":\"workload.codeflare.dev/v1beta2\","
+static const char *OWNER_REF = "[{\"apiVersion\":\"" SF_AW_API_VERSION "\","
                                "\"kind\":\"AppWrapper\",\"name\":\"aw1\",\"uid\":\"uid-1\","
                                "\"controller\":true,\"blockOwnerDeletion\":true}]";
 
@@ -474,8 +475,7 @@ Test(awcomp, build_minimal_pod)
 	cr_assert(jv_str_is(sf_jv_get(o, "kind"), "Pod"));
 	cr_assert(jv_str_is(sf_jv_path(o, "metadata.name"), "p1"));
 	cr_assert(jv_str_is(sf_jv_path(o, "metadata.namespace"), "ns1"));
-	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"),
-	                "{\"workload.codeflare.dev/appwrapper\":\"aw1\"}"));
+	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"), "{\"" SF_AW_LABEL "\":\"aw1\"}"));
 	cr_assert(jv_is(sf_jv_path(o, "metadata.ownerReferences"), OWNER_REF));
 	cr_assert(jv_is(sf_jv_get(o, "spec"), M(PODSPEC)), "%.*s", (int)o.n, o.p);
 	cr_assert_not(sf_jv_ok(sf_jv_path(o, "spec.schedulerName")));
@@ -499,10 +499,9 @@ Test(awcomp, build_complex_pod)
 	       "}}}");
 	sf_jv o = build_ok(aw, 0, NULL);
 	sf_jv md = sf_jv_get(o, "metadata"), spec = sf_jv_get(o, "spec");
-	cr_assert(
-	    jv_is(sf_jv_get(md, "labels"), M("{'app':'x','workload.codeflare.dev/appwrapper':'aw1',"
-	                                     "'kueue.x-k8s.io/podset':'main'}")),
-	    "%.*s", (int)o.n, o.p);
+	cr_assert(jv_is(sf_jv_get(md, "labels"), M("{'app':'x','" SF_AW_LABEL "':'aw1',"
+	                                           "'kueue.x-k8s.io/podset':'main'}")),
+	          "%.*s", (int)o.n, o.p);
 	cr_assert(jv_is(sf_jv_get(md, "annotations"), M("{'a':'b','ann2':'v2'}")));
 	cr_assert(jv_is(sf_jv_get(spec, "nodeSelector"), M("{'zone':'z1','pool':'p1'}")));
 	cr_assert(jv_is(sf_jv_get(spec, "tolerations"),
@@ -524,15 +523,13 @@ Test(awcomp, build_job_injects_into_pod_template)
 	              "'template':" JOB("'parallelism':2,") "}");
 	sf_jv o = build_ok(aw, 0, "");
 	/* the object itself: label, namespace, owner; no pod fields at its top */
-	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"),
-	                "{\"workload.codeflare.dev/appwrapper\":\"aw1\"}"));
+	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"), "{\"" SF_AW_LABEL "\":\"aw1\"}"));
 	cr_assert(jv_str_is(sf_jv_path(o, "metadata.namespace"), "ns1"));
 	cr_assert(jv_is(sf_jv_path(o, "metadata.ownerReferences"), OWNER_REF));
 	cr_assert_not(sf_jv_ok(sf_jv_path(o, "spec.nodeSelector")));
 	/* the pod template: metadata created with the label, info injected */
 	sf_jv pt = sf_jv_path(o, "spec.template");
-	cr_assert(jv_is(sf_jv_path(pt, "metadata.labels"),
-	                "{\"workload.codeflare.dev/appwrapper\":\"aw1\"}"));
+	cr_assert(jv_is(sf_jv_path(pt, "metadata.labels"), "{\"" SF_AW_LABEL "\":\"aw1\"}"));
 	cr_assert(jv_is(sf_jv_path(pt, "spec.nodeSelector"), "{\"pool\":\"a\"}"));
 	cr_assert(jv_is(sf_jv_path(pt, "spec.tolerations"), "[{\"key\":\"t\"}]"));
 	cr_assert_not(sf_jv_ok(sf_jv_path(pt, "spec.schedulerName")));
@@ -546,11 +543,9 @@ Test(awcomp, build_jobset_injects_per_replicated_job)
 	sf_jv o = build_ok(aw, 0, "sched");
 	sf_jv p0 = sf_jv_path(o, "spec.replicatedJobs[0].template.spec.template");
 	sf_jv p2 = sf_jv_path(o, "spec.replicatedJobs[2].template.spec.template");
-	cr_assert(jv_is(sf_jv_path(p0, "metadata.labels"),
-	                M("{'l':'0','workload.codeflare.dev/appwrapper':'aw1'}")),
+	cr_assert(jv_is(sf_jv_path(p0, "metadata.labels"), M("{'l':'0','" SF_AW_LABEL "':'aw1'}")),
 	          "%.*s", (int)o.n, o.p);
-	cr_assert(jv_is(sf_jv_path(p2, "metadata.labels"),
-	                M("{'l':'1','workload.codeflare.dev/appwrapper':'aw1'}")));
+	cr_assert(jv_is(sf_jv_path(p2, "metadata.labels"), M("{'l':'1','" SF_AW_LABEL "':'aw1'}")));
 	cr_assert(jv_is(sf_jv_path(p2, "spec.nodeSelector"), "{\"n\":\"1\"}"));
 	cr_assert_not(sf_jv_ok(sf_jv_path(p0, "spec.nodeSelector")));
 	cr_assert(jv_str_is(sf_jv_path(p0, "spec.schedulerName"), "sched"));
@@ -589,10 +584,10 @@ Test(awcomp, build_conflicts_are_fatal_and_name_the_key)
 	                "'batch/v1','kind':'Job','metadata':{'name':'j1','labels':{'team':'a'}},"
 	                "'spec':{'template':{'spec':" PODSPEC "}}}}"),
 	             0, NULL);
-	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"),
-	                M("{'team':'a','workload.codeflare.dev/appwrapper':'aw1'}")));
+	cr_assert(
+	    jv_is(sf_jv_path(o, "metadata.labels"), M("{'team':'a','" SF_AW_LABEL "':'aw1'}")));
 	cr_assert(jv_is(sf_jv_path(o, "spec.template.metadata.labels"),
-	                M("{'team':'b','workload.codeflare.dev/appwrapper':'aw1'}")));
+	                M("{'team':'b','" SF_AW_LABEL "':'aw1'}")));
 }
 
 Test(awcomp, build_nodeselector_and_annotation_conflicts)
@@ -622,17 +617,15 @@ Test(awcomp, build_pod_template_labelled_for_another_appwrapper_conflicts)
 	/* a Job's pod template that names another AppWrapper */
 	sf_jv aw = AW("{'template':{'apiVersion':'batch/v1','kind':'Job','metadata':{'name':'j1'},"
 	              "'spec':{'template':{'metadata':{'labels':{"
-	              "'workload.codeflare.dev/appwrapper':'aw2'}},'spec':" PODSPEC "}}}}");
+	              "'" SF_AW_LABEL "':'aw2'}},'spec':" PODSPEC "}}}}");
 	const char *e = build_fatal(aw, 0, NULL);
-	cr_assert(strstr(e, "key=workload.codeflare.dev/appwrapper, value1=aw2, value2=aw1"), "%s",
-	          e);
+	cr_assert(strstr(e, "key=" SF_AW_LABEL ", value1=aw2, value2=aw1"), "%s", e);
 
 	/* on a component without pod sets the existing value is kept (MergeKeepFirst) */
 	aw = AW("{'template':{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'c',"
-	        "'labels':{'workload.codeflare.dev/appwrapper':'aw2','x':'y'}}}}");
+	        "'labels':{'" SF_AW_LABEL "':'aw2','x':'y'}}}}");
 	sf_jv o = build_ok(aw, 0, NULL);
-	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"),
-	                M("{'workload.codeflare.dev/appwrapper':'aw2','x':'y'}")));
+	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"), M("{'" SF_AW_LABEL "':'aw2','x':'y'}")));
 	cr_assert(jv_is(sf_jv_path(o, "metadata.ownerReferences"), OWNER_REF));
 }
 
@@ -725,15 +718,13 @@ Test(awcomp, build_uses_status_podsets)
 	sf_jv aw = AW_STATUS("{'podSetInfos':[{'labels':{'q':'1'}}],'template':" POD("") "}",
 	                     "{'componentStatus':[{'podSets':[{'path':'template'}]}]}");
 	sf_jv o = build_ok(aw, 0, NULL);
-	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"),
-	                M("{'workload.codeflare.dev/appwrapper':'aw1','q':'1'}")));
+	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"), M("{'" SF_AW_LABEL "':'aw1','q':'1'}")));
 
 	/* status with no pod sets for the component: nothing injected */
 	aw = AW_STATUS("{'podSetInfos':[{'labels':{'q':'1'}}],'template':" POD("") "}",
 	               "{'componentStatus':[{'name':'p1'}]}");
 	o = build_ok(aw, 0, NULL);
-	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"),
-	                M("{'workload.codeflare.dev/appwrapper':'aw1'}")));
+	cr_assert(jv_is(sf_jv_path(o, "metadata.labels"), M("{'" SF_AW_LABEL "':'aw1'}")));
 }
 
 Test(awcomp, build_owner_references)
@@ -746,25 +737,25 @@ Test(awcomp, build_owner_references)
 	sf_jv o = build_ok(aw, 0, NULL);
 	cr_assert(jv_is(sf_jv_path(o, "metadata.ownerReferences"),
 	                M("[{'apiVersion':'v1','kind':'Secret','name':'s','uid':'u9'},"
-	                  "{'apiVersion':'workload.codeflare.dev/v1beta2','kind':'AppWrapper',"
+	                  "{'apiVersion':'" SF_AW_API_VERSION "','kind':'AppWrapper',"
 	                  "'name':'aw1','uid':'uid-1','controller':true,"
 	                  "'blockOwnerDeletion':true}]")));
 
 	/* a reference to this AppWrapper (any version) is replaced, not duplicated */
 	aw = AW("{'template':{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'c',"
-	        "'ownerReferences':[{'apiVersion':'workload.codeflare.dev/v1beta1','kind':"
+	        "'ownerReferences':[{'apiVersion':'" SF_AW_GROUP "/v1beta1','kind':"
 	        "'AppWrapper','name':'aw1','uid':'old'},{'apiVersion':'v1','kind':'Secret',"
 	        "'name':'s','uid':'u9'}]}}}");
 	o = build_ok(aw, 0, NULL);
 	cr_assert(jv_is(sf_jv_path(o, "metadata.ownerReferences"),
-	                M("[{'apiVersion':'workload.codeflare.dev/v1beta2','kind':'AppWrapper',"
+	                M("[{'apiVersion':'" SF_AW_API_VERSION "','kind':'AppWrapper',"
 	                  "'name':'aw1','uid':'uid-1','controller':true,"
 	                  "'blockOwnerDeletion':true},"
 	                  "{'apiVersion':'v1','kind':'Secret','name':'s','uid':'u9'}]")));
 
 	/* only the first controller counts, as metav1.GetControllerOf */
 	aw = AW("{'template':{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'c',"
-	        "'ownerReferences':[{'apiVersion':'workload.codeflare.dev/v1beta2','kind':"
+	        "'ownerReferences':[{'apiVersion':'" SF_AW_API_VERSION "','kind':"
 	        "'AppWrapper','name':'aw1','uid':'old','controller':true},{'apiVersion':'apps/v1',"
 	        "'kind':'ReplicaSet','name':'rs','uid':'u8','controller':true}]}}}");
 	o = build_ok(aw, 0, NULL);
@@ -787,7 +778,7 @@ Test(awcomp, controller_owner_and_owned_by)
 {
 	sf_jv mine = J("{'metadata':{'name':'x','ownerReferences':[{'apiVersion':'v1','kind':"
 	               "'Secret','name':'s','uid':'u0'},{'apiVersion':"
-	               "'workload.codeflare.dev/v1beta2','kind':'AppWrapper','name':'aw1','uid':"
+	               "'" SF_AW_API_VERSION "','kind':'AppWrapper','name':'aw1','uid':"
 	               "'uid-1','controller':true}]}}");
 	sf_jv ref = SF_JV_NONE;
 	cr_assert_eq(sf_awc_controller_owner(mine, &ref), 1);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awconfig.h"
 
 #define NS INT64_C(1)
@@ -637,7 +638,7 @@ Test(awconfig, yaml_file)
 
 /* ---- annotations ---- */
 
-#define A(name) "\"workload.codeflare.dev.appwrapper/" name "\""
+#define A(name) "\"" SF_AW_ANNOT_PREFIX name "\""
 
 static void resolve(const sf_aw_config *c, const char *json, sf_aw_settings *s)
 {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awconfig.h"
 #include "steadfast/awphase.h"
 #include "steadfast/jdoc.h"
@@ -41,20 +42,19 @@ static const char *JOB_TEMPLATE =
 static char *aw_json(const char *meta_extra, const char *spec_extra, const char *status)
 {
 	char *s = NULL;
-	int n =
-	    asprintf(&s,
-	             "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
-	             "\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u-1\","
-	             "\"resourceVersion\":\"10\"%s%s},"
-	             "\"spec\":{\"components\":[{\"template\":%s}]%s%s}%s%s}",
-	             meta_extra ? "," : "", meta_extra ? meta_extra : "", JOB_TEMPLATE,
-	             spec_extra ? "," : "", spec_extra ? spec_extra : "",
-	             status ? ",\"status\":" : "", status ? status : "");
+	int n = asprintf(&s,
+	                 "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	                 "\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+	                 "\"resourceVersion\":\"10\"%s%s},"
+	                 "\"spec\":{\"components\":[{\"template\":%s}]%s%s}%s%s}",
+	                 meta_extra ? "," : "", meta_extra ? meta_extra : "", JOB_TEMPLATE,
+	                 spec_extra ? "," : "", spec_extra ? spec_extra : "",
+	                 status ? ",\"status\":" : "", status ? status : "");
 	cr_assert(n > 0);
 	return s;
 }
 
-#define FIN "\"finalizers\":[\"workload.codeflare.dev/finalizer\"]"
+#define FIN "\"finalizers\":[\"" SF_AW_FINALIZER "\"]"
 
 /* A status in phase with conditions (a JSON list body) and one component
  * status whose ResourcesDeployed condition is comp_rd ("" for none). */
@@ -194,7 +194,7 @@ Test(awphase, empty_without_finalizer_applies_webhook_defaults)
 	cr_assert_not_null(s.plan.meta_patch);
 	cr_assert_null(s.plan.status);
 	char *p = sf_jd_dump(s.plan.meta_patch);
-	cr_assert(strstr(p, "\"finalizers\":[\"workload.codeflare.dev/finalizer\"]"), "%s", p);
+	cr_assert(strstr(p, "\"finalizers\":[\"" SF_AW_FINALIZER "\"]"), "%s", p);
 	cr_assert(strstr(p, "\"suspend\":true"), "%s", p);
 	free(p);
 	done(&s);
@@ -883,7 +883,7 @@ Test(awphase, empty_admitted_before_first_reconcile_keeps_suspend_false)
 	run(&s);
 	cr_assert_not_null(s.plan.meta_patch);
 	char *p = sf_jd_dump(s.plan.meta_patch);
-	cr_assert(strstr(p, "workload.codeflare.dev/finalizer"), "%s", p);
+	cr_assert(strstr(p, SF_AW_FINALIZER), "%s", p);
 	cr_assert_null(strstr(p, "suspend"), "%s", p);
 	free(p);
 	done(&s);

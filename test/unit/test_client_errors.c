@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fakesrv.h"
+#include "steadfast/awapi.h"
 #include "steadfast/client.h"
 #include "steadfast/time.h"
 #include "tl.h"
@@ -47,11 +48,11 @@ Test(client_paths, query_and_selector_encoding)
 	cr_assert_eq(sf_kube_query_add(&q, "continue", "abc/=+"), 0);
 	cr_assert_str_eq(q.data, "labelSelector=app%20in%20%28a%2Cb%29%2Ctier%21%3Dx&continue=abc%2F%3D%2B");
 	sf_buf_free(&q);
-	const char *kv[] = {"workload.codeflare.dev/appwrapper", "aw1", "app", "x"};
+	const char *kv[] = {SF_AW_LABEL, "aw1", "app", "x"};
 	sf_buf s;
 	sf_buf_init(&s, 0);
 	cr_assert_eq(sf_kube_label_selector(&s, kv, 2), 0);
-	cr_assert_str_eq(s.data, "workload.codeflare.dev/appwrapper=aw1,app=x");
+	cr_assert_str_eq(s.data, SF_AW_LABEL "=aw1,app=x");
 	sf_buf_free(&s);
 }
 

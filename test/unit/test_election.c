@@ -542,7 +542,10 @@ Test(election_elector, unreachable_api_fails_healthz_and_never_leads)
 	cr_assert_eq(st.seconds_since_renew, -1.0);
 	sf_buf m;
 	sf_buf_init(&m, 0);
-	cr_assert_eq(sf_elect_metrics_write(x.e, &m), 0);
+	sf_prom *p = sf_prom_new();
+	cr_assert_eq(sf_elect_metrics_write(x.e, p), 0);
+	cr_assert_eq(sf_prom_render(p, &m), 0);
+	sf_prom_free(p);
 	cr_assert(strstr(m.data, "leader_election_master_status{name=\"l\"} 0\n"), "%s", m.data);
 	cr_assert(strstr(m.data, "steadfast_leader_election_fence_refused_writes_total{name=\"l\"} "
 	                         "1\n"),

@@ -13,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/cache.h"
 #include "steadfast/json.h"
-
-#define AW_LABEL "workload.codeflare.dev/appwrapper"
 
 /* ---- helpers ---- */
 
@@ -310,38 +309,38 @@ Test(store, holds_its_own_reference)
 Test(store, label_index)
 {
 	sf_store *s = new_store(NULL);
-	cr_assert_eq(sf_store_add_label_index(s, AW_LABEL), 0);
-	cr_assert_eq(sf_store_add_label_index(s, AW_LABEL), -EEXIST);
-	put(s, mk("ns", "j1", "u1", "1", "{\"" AW_LABEL "\":\"aw-1\",\"x\":\"y\"}", NULL, ""));
-	put(s, mk("ns", "j2", "u2", "2", "{\"" AW_LABEL "\":\"aw-1\"}", NULL, ""));
-	put(s, mk("ns", "j3", "u3", "3", "{\"" AW_LABEL "\":\"aw-2\"}", NULL, ""));
+	cr_assert_eq(sf_store_add_label_index(s, SF_AW_LABEL), 0);
+	cr_assert_eq(sf_store_add_label_index(s, SF_AW_LABEL), -EEXIST);
+	put(s, mk("ns", "j1", "u1", "1", "{\"" SF_AW_LABEL "\":\"aw-1\",\"x\":\"y\"}", NULL, ""));
+	put(s, mk("ns", "j2", "u2", "2", "{\"" SF_AW_LABEL "\":\"aw-1\"}", NULL, ""));
+	put(s, mk("ns", "j3", "u3", "3", "{\"" SF_AW_LABEL "\":\"aw-2\"}", NULL, ""));
 	put(s, mk("ns", "plain", "u4", "4", "{\"x\":\"aw-1\"}", NULL, ""));
 	put(s, mk("ns", "nolabels", "u5", "5", NULL, NULL, ""));
 
 	char buf[256];
-	cr_assert_str_eq(by_index(s, AW_LABEL, "aw-1", buf, sizeof(buf)), "j1,j2");
-	cr_assert_str_eq(by_index(s, AW_LABEL, "aw-2", buf, sizeof(buf)), "j3");
-	cr_assert_str_eq(by_index(s, AW_LABEL, "aw-3", buf, sizeof(buf)), "");
+	cr_assert_str_eq(by_index(s, SF_AW_LABEL, "aw-1", buf, sizeof(buf)), "j1,j2");
+	cr_assert_str_eq(by_index(s, SF_AW_LABEL, "aw-2", buf, sizeof(buf)), "j3");
+	cr_assert_str_eq(by_index(s, SF_AW_LABEL, "aw-3", buf, sizeof(buf)), "");
 	cr_assert_eq(sf_store_by_index(s, "no-such-index", "aw-1", &(sf_obj **){0}, &(size_t){0}),
 	             -ENOENT);
 	cr_assert_eq(sf_store_index_count(s, "no-such-index", "x"), -ENOENT);
 
 	/* relabel j2: it moves buckets */
-	put(s, mk("ns", "j2", "u2", "6", "{\"" AW_LABEL "\":\"aw-2\"}", NULL, ""));
-	cr_assert_str_eq(by_index(s, AW_LABEL, "aw-1", buf, sizeof(buf)), "j1");
-	cr_assert_str_eq(by_index(s, AW_LABEL, "aw-2", buf, sizeof(buf)), "j2,j3");
+	put(s, mk("ns", "j2", "u2", "6", "{\"" SF_AW_LABEL "\":\"aw-2\"}", NULL, ""));
+	cr_assert_str_eq(by_index(s, SF_AW_LABEL, "aw-1", buf, sizeof(buf)), "j1");
+	cr_assert_str_eq(by_index(s, SF_AW_LABEL, "aw-2", buf, sizeof(buf)), "j2,j3");
 
 	/* drop the label from j1: aw-1 is gone as a value */
 	put(s, mk("ns", "j1", "u1", "7", "{\"x\":\"y\"}", NULL, ""));
 	char **vals;
 	size_t nv;
-	cr_assert_eq(sf_store_index_values(s, AW_LABEL, &vals, &nv), 0);
+	cr_assert_eq(sf_store_index_values(s, SF_AW_LABEL, &vals, &nv), 0);
 	cr_assert_eq(nv, 1);
 	cr_assert_str_eq(vals[0], "aw-2");
 	sf_strv_free(vals, nv);
 
 	cr_assert_eq(sf_store_delete_key(s, "ns/j3"), 0);
-	cr_assert_str_eq(by_index(s, AW_LABEL, "aw-2", buf, sizeof(buf)), "j2");
+	cr_assert_str_eq(by_index(s, SF_AW_LABEL, "aw-2", buf, sizeof(buf)), "j2");
 	sf_store_stats st;
 	sf_store_stats_get(s, &st);
 	cr_assert_eq(st.index_values, 1);
@@ -594,7 +593,7 @@ Test(store, upsert_during_pass_counts_as_seen)
 Test(store, memory_accounting)
 {
 	sf_store *s = new_store(NULL);
-	cr_assert_eq(sf_store_add_label_index(s, AW_LABEL), 0);
+	cr_assert_eq(sf_store_add_label_index(s, SF_AW_LABEL), 0);
 	cr_assert_eq(sf_store_add_controller_index(s), 0);
 	size_t json = 0, objsize = 0;
 	const int N = 2000;
@@ -606,7 +605,7 @@ Test(store, memory_accounting)
 		snprintf(name, sizeof(name), "obj-%d", i);
 		snprintf(uid, sizeof(uid), "uid-%d", i);
 		snprintf(rv, sizeof(rv), "%d", 100 + i);
-		snprintf(labels, sizeof(labels), "{\"" AW_LABEL "\":\"aw-%d\"}", i % 50);
+		snprintf(labels, sizeof(labels), "{\"" SF_AW_LABEL "\":\"aw-%d\"}", i % 50);
 		snprintf(owners, sizeof(owners), "[{\"uid\":\"owner-%d\",\"controller\":true}]",
 		         i % 50);
 		sf_obj *o = mk("ns", name, uid, rv, labels, owners, data);
