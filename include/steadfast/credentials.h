@@ -31,6 +31,11 @@
 #define SF_CRED_EXEC_MAX_OUT (1u << 20)  /* stdout cap */
 #define SF_CRED_EXEC_MAX_ERR (64u << 10) /* stderr cap */
 
+/* Whether s has a control character (refused in tokens, names, URLs). */
+int sf_cred_has_ctl(const char *s);
+/* Trims ASCII whitespace at both ends, in place; returns s. */
+char *sf_cred_trim(char *s);
+
 /* base64 (standard alphabet, padded; whitespace ignored) into a malloc'd
  * buffer (NUL-terminated, *len without it). 0, -EINVAL malformed, -ENOMEM. */
 int sf_cred_b64_decode(const char *s, size_t n, unsigned char **out, size_t *len);

@@ -181,34 +181,6 @@ static const char *quote(char *dst, size_t n, const char *s)
 	return dst;
 }
 
-static int is_space(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-/* Trims whitespace in place; returns s. */
-static char *trim(char *s)
-{
-	size_t n = strlen(s);
-	while (n && is_space((unsigned char)s[n - 1]))
-		n--;
-	s[n] = '\0';
-	size_t i = 0;
-	while (is_space((unsigned char)s[i]))
-		i++;
-	if (i)
-		memmove(s, s + i, n - i + 1);
-	return s;
-}
-
-static int has_ctl(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
-			return 1;
-	return 0;
-}
-
 static int grow(void **p, size_t *cap, size_t n, size_t elem)
 {
 	if (n < *cap)
@@ -528,10 +500,10 @@ static int unknown_keys(struct kc_parse *p, sf_jv obj, const char *const *known,
 		if (found)
 			continue;
 		char q[80];
-		if (has_ctl(name))
+		if (sf_cred_has_ctl(name))
 			quote(q, sizeof(q), name);
 		int rc = sf_buf_printf(&b, "%s%s%s%s", b.len ? ", " : "", path, *path ? "." : "",
-		                       has_ctl(name) ? q : name);
+		                       sf_cred_has_ctl(name) ? q : name);
 		if (rc == -E2BIG)
 			break;
 		if (rc) {
@@ -763,7 +735,7 @@ static int parse_exec(struct kc_parse *p, sf_jv body, const char *upath, struct 
 		rc = get_str(p, ex, "interactiveMode", path, &x->interactive_mode);
 	if (!rc)
 		rc = unknown_keys(p, ex, exec_keys, path, &x->unknown);
-	sf_jv args, env, v;
+	sf_jv args = SF_JV_NONE, env = SF_JV_NONE, v;
 	if (!rc)
 		rc = get_list(p, ex, "args", path, &args);
 	if (!rc && sf_jv_ok(args)) {
@@ -1036,7 +1008,7 @@ static int normalize_server(const char *in, char **out, const char *fname, const
 {
 	char q[160];
 	const char *sep = strstr(in, "://");
-	if (has_ctl(in) || strpbrk(in, " "))
+	if (sf_cred_has_ctl(in) || strpbrk(in, " "))
 		return set_err(
 		    err, errlen, -EINVAL,
 		    "kubeconfig %s: %s.server %s: contains whitespace or control characters", fname,
@@ -1096,7 +1068,7 @@ static int fill_cluster(sf_kube_config *c, const struct kc_cluster *cl, const ch
 		            "cluster", cl->name, "kubeconfig", fname, (char *)NULL);
 	}
 	if (cl->tls_server_name) {
-		if (has_ctl(cl->tls_server_name))
+		if (sf_cred_has_ctl(cl->tls_server_name))
 			return set_err(err, errlen, -EINVAL,
 			               "kubeconfig %s: %s.tls-server-name %s: contains control "
 			               "characters",
@@ -1112,7 +1084,7 @@ static int fill_cluster(sf_kube_config *c, const struct kc_cluster *cl, const ch
 		for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]) && !ok; i++)
 			ok = strncasecmp(cl->proxy_url, schemes[i], strlen(schemes[i])) == 0 &&
 			     cl->proxy_url[strlen(schemes[i])] != '\0';
-		if (!ok || has_ctl(cl->proxy_url) || strchr(cl->proxy_url, ' '))
+		if (!ok || sf_cred_has_ctl(cl->proxy_url) || strchr(cl->proxy_url, ' '))
 			return set_err(err, errlen, -EINVAL,
 			               "kubeconfig %s: %s.proxy-url %s: expected a URL with scheme "
 			               "http, https, socks5 or socks5h and a host",
@@ -1261,7 +1233,7 @@ static int fill_user(sf_kube_config *c, struct kc_user *u, const struct kc_clust
 	if (rc)
 		return rc;
 	if (u->token) { /* token wins over tokenFile, as in client-go */
-		if (has_ctl(u->token))
+		if (sf_cred_has_ctl(u->token))
 			return set_err(err, errlen, -EINVAL,
 			               "kubeconfig %s: %s.token: contains control characters",
 			               fname, path);
@@ -1329,7 +1301,7 @@ static int build(struct kc_set *s, const char *context, const char *source, sf_k
 		rc = fill_user(c, u, cl, s->files[u->file], err, errlen);
 	if (rc)
 		goto fail;
-	if (ctx->namespace && has_ctl(ctx->namespace)) {
+	if (ctx->namespace && sf_cred_has_ctl(ctx->namespace)) {
 		rc = set_err(err, errlen, -EINVAL,
 		             "kubeconfig %s: contexts[%zu].context.namespace: contains control "
 		             "characters",
@@ -1496,7 +1468,7 @@ int sf_kube_config_load(const char *explicit_path, const char *context, sf_kube_
 static char *in_cluster_namespace(const char *dir)
 {
 	const char *env = getenv("POD_NAMESPACE");
-	if (env && *env && !has_ctl(env))
+	if (env && *env && !sf_cred_has_ctl(env))
 		return strdup(env);
 	char *path = join_path(dir, "namespace");
 	if (!path)
@@ -1504,8 +1476,8 @@ static char *in_cluster_namespace(const char *dir)
 	sf_buf b;
 	char *ns = NULL;
 	if (read_all(path, 4096, &b, NULL) == 0) {
-		trim(b.data);
-		if (b.data[0] && !has_ctl(b.data))
+		sf_cred_trim(b.data);
+		if (b.data[0] && !sf_cred_has_ctl(b.data))
 			ns = strdup(b.data);
 		sf_buf_free(&b);
 	}
@@ -1523,7 +1495,8 @@ int sf_kube_config_in_cluster(const char *sa_dir, sf_kube_config **out, char *er
 		return set_err(err, errlen, -ENOENT,
 		               "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
 		               "must be set");
-	if (has_ctl(host) || strpbrk(host, " /") || has_ctl(port) || strpbrk(port, " /"))
+	if (sf_cred_has_ctl(host) || strpbrk(host, " /") || sf_cred_has_ctl(port) ||
+	    strpbrk(port, " /"))
 		return set_err(err, errlen, -EINVAL,
 		               "in-cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT: "
 		               "invalid value");

@@ -43,12 +43,26 @@ static int is_space(unsigned char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-static int has_ctl(const char *s)
+int sf_cred_has_ctl(const char *s)
 {
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
 			return 1;
 	return 0;
+}
+
+char *sf_cred_trim(char *s)
+{
+	size_t n = strlen(s);
+	while (n && is_space((unsigned char)s[n - 1]))
+		n--;
+	s[n] = '\0';
+	size_t i = 0;
+	while (is_space((unsigned char)s[i]))
+		i++;
+	if (i)
+		memmove(s, s + i, n - i + 1);
+	return s;
 }
 
 /* --- base64 ---------------------------------------------------------------------- */
@@ -135,20 +149,6 @@ fail:
 
 /* --- token file ------------------------------------------------------------------ */
 
-static char *trim(char *s)
-{
-	size_t n = strlen(s);
-	while (n && is_space((unsigned char)s[n - 1]))
-		n--;
-	s[n] = '\0';
-	size_t i = 0;
-	while (is_space((unsigned char)s[i]))
-		i++;
-	if (i)
-		memmove(s, s + i, n - i + 1);
-	return s;
-}
-
 int sf_cred_token_file_read(const sf_cred_token_file *tf)
 {
 	int rc = 0, fd = -1;
@@ -196,12 +196,12 @@ int sf_cred_token_file_read(const sf_cred_token_file *tf)
 		rc = b.data ? -EINVAL : -ENODATA;
 		goto out;
 	}
-	trim(b.data);
+	sf_cred_trim(b.data);
 	if (!b.data[0]) {
 		rc = -ENODATA;
 		goto out;
 	}
-	if (has_ctl(b.data)) {
+	if (sf_cred_has_ctl(b.data)) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -368,7 +368,7 @@ int sf_cred_exec_parse(sf_cred_exec *e, const char *out, size_t len, char *err, 
 		         "status has neither a token nor clientCertificateData/clientKeyData");
 		goto out;
 	}
-	if (tok && has_ctl(tok)) {
+	if (tok && sf_cred_has_ctl(tok)) {
 		exec_err(e, err, errlen, rc, "status.token contains control characters");
 		goto out;
 	}

@@ -174,7 +174,9 @@ Test(kubeconfig, tls_server_name_keeps_the_server_path)
 
 /* --- proxy-url ------------------------------------------------------------------ */
 
-Test(kubeconfig, proxy_url_connect_proxy)
+/* GET through a CONNECT proxy with these extra cluster fields; asserts it
+ * went through the proxy, in one tunnel to the API server's address. */
+static void get_through_proxy(const char *name, const char *extra)
 {
 	tl_kube k;
 	cr_assert_eq(uv_loop_init(&k.loop), 0);
@@ -183,12 +185,12 @@ Test(kubeconfig, proxy_url_connect_proxy)
 	tp_connect_mode(p, 1);
 	char cl[512];
 	snprintf(cl, sizeof(cl),
-	         "    server: https://127.0.0.1:%d\n    proxy-url: http://127.0.0.1:%d\n",
-	         api_port(), tp_port(p));
+	         "    server: https://127.0.0.1:%d\n%s    proxy-url: http://127.0.0.1:%d\n",
+	         api_port(), extra, tp_port(p));
 	char err[512];
-	cr_assert_eq(sf_kube_config_load(kubeconfig("proxy", cl, admin_user()), NULL, &k.cfg, err,
-	                                 sizeof(err)),
-	             0, "%s", err);
+	cr_assert_eq(
+	    sf_kube_config_load(kubeconfig(name, cl, admin_user()), NULL, &k.cfg, err, sizeof(err)),
+	    0, "%s", err);
 	cr_assert_eq(sf_kube_client_new(&k.loop, k.cfg, NULL, &k.client), 0);
 	tl_res r = {0};
 	get(&k, "/api/v1/namespaces/default", &r);
@@ -202,35 +204,16 @@ Test(kubeconfig, proxy_url_connect_proxy)
 	tl_kube_close(&k);
 }
 
+Test(kubeconfig, proxy_url_connect_proxy)
+{
+	get_through_proxy("proxy", "");
+}
+
 Test(kubeconfig, proxy_url_with_tls_server_name)
 {
 	/* CONNECT names the real host (as Go's transport does); TLS inside the
 	 * tunnel is checked against tls-server-name */
-	tl_kube k;
-	cr_assert_eq(uv_loop_init(&k.loop), 0);
-	tp_proxy *p = NULL;
-	cr_assert_eq(tp_start(&k.loop, "127.0.0.1", api_port(), &p), 0);
-	tp_connect_mode(p, 1);
-	char cl[512];
-	snprintf(cl, sizeof(cl),
-	         "    server: https://127.0.0.1:%d\n    tls-server-name: kubernetes.default\n"
-	         "    proxy-url: http://127.0.0.1:%d\n",
-	         api_port(), tp_port(p));
-	char err[512];
-	cr_assert_eq(sf_kube_config_load(kubeconfig("proxy2", cl, admin_user()), NULL, &k.cfg, err,
-	                                 sizeof(err)),
-	             0, "%s", err);
-	cr_assert_eq(sf_kube_client_new(&k.loop, k.cfg, NULL, &k.client), 0);
-	tl_res r = {0};
-	get(&k, "/api/v1/namespaces/default", &r);
-	cr_assert_eq(r.http_status, 200, "%ld %s", r.http_status, r.errmsg);
-	tl_res_clear(&r);
-	cr_assert_eq(tp_connects(p), 1);
-	char want[64];
-	snprintf(want, sizeof(want), "127.0.0.1:%d", api_port());
-	cr_assert_str_eq(tp_last_connect(p), want);
-	tp_close(p);
-	tl_kube_close(&k);
+	get_through_proxy("proxy2", "    tls-server-name: kubernetes.default\n");
 }
 
 /* --- exec plugins ------------------------------------------------------------------ */
@@ -274,18 +257,27 @@ static void expect_sa(tl_kube *k)
 	tl_res_clear(&r);
 }
 
+/* dir/plugin: counts its runs in dir/runs, then runs the shell lines pre
+ * (which may change $tok, the ServiceAccount token, and set $extra, more
+ * status members) and prints the ExecCredential. */
+static void token_plugin(const char *pre)
+{
+	char body[2048];
+	snprintf(body, sizeof(body),
+	         "#!/bin/sh\n"
+	         "n=$(cat %s/runs 2>/dev/null || echo 0); echo $((n + 1)) > %s/runs\n"
+	         "tok=$(cat %s/sa.token); extra=\n%s\n"
+	         "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+	         "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%%s\"%%s}}' \"$tok\" "
+	         "\"$extra\"\n",
+	         dir, dir, dir, pre);
+	write_file("plugin", body, 0700);
+}
+
 Test(kubeconfig, exec_plugin_token_is_cached)
 {
 	token_file("sa.token");
-	char body[1024];
-	snprintf(
-	    body, sizeof(body),
-	    "#!/bin/sh\n"
-	    "n=$(cat %s/runs 2>/dev/null || echo 0); echo $((n + 1)) > %s/runs\n"
-	    "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-	    "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%%s\"}}' \"$(cat %s/sa.token)\"\n",
-	    dir, dir, dir);
-	write_file("plugin", body, 0700);
+	token_plugin("");
 	tl_kube k;
 	tl_kube_open(&k, kubeconfig("exec", api_cluster(), exec_user("plugin")), NULL);
 	expect_sa(&k);
@@ -306,16 +298,8 @@ static int wall_reached(void *ud)
 Test(kubeconfig, exec_plugin_reruns_before_expiry)
 {
 	token_file("sa.token");
-	char body[1024];
-	snprintf(body, sizeof(body),
-	         "#!/bin/sh\n"
-	         "n=$(cat %s/runs 2>/dev/null || echo 0); echo $((n + 1)) > %s/runs\n"
-	         "exp=$(date -u -d '+9 seconds' +%%Y-%%m-%%dT%%H:%%M:%%SZ)\n"
-	         "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-	         "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%%s\","
-	         "\"expirationTimestamp\":\"%%s\"}}' \"$(cat %s/sa.token)\" \"$exp\"\n",
-	         dir, dir, dir);
-	write_file("plugin", body, 0700);
+	token_plugin("exp=$(date -u -d '+9 seconds' +%Y-%m-%dT%H:%M:%SZ)\n"
+	             "extra=\",\\\"expirationTimestamp\\\":\\\"$exp\\\"\"");
 	tl_kube k;
 	tl_kube_open(&k, kubeconfig("exec", api_cluster(), exec_user("plugin")), NULL);
 	expect_sa(&k);
@@ -334,15 +318,7 @@ Test(kubeconfig, exec_plugin_reruns_after_401)
 {
 	token_file("sa.token");
 	/* the first run hands out a token the server rejects */
-	char body[1024];
-	snprintf(body, sizeof(body),
-	         "#!/bin/sh\n"
-	         "n=$(cat %s/runs 2>/dev/null || echo 0); echo $((n + 1)) > %s/runs\n"
-	         "tok=$(cat %s/sa.token); [ \"$n\" = 0 ] && tok=not-a-valid-token\n"
-	         "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-	         "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%%s\"}}' \"$tok\"\n",
-	         dir, dir, dir);
-	write_file("plugin", body, 0700);
+	token_plugin("[ \"$n\" = 0 ] && tok=not-a-valid-token");
 	tl_kube k;
 	tl_kube_open(&k, kubeconfig("exec", api_cluster(), exec_user("plugin")), NULL);
 	tl_res r = {0};
