@@ -28,6 +28,7 @@
 
 #define SF_CRED_EXEC_MARGIN_S 5          /* re-run this long before expiry */
 #define SF_CRED_EXEC_TIMEOUT_MS 10000    /* default plugin time limit */
+#define SF_CRED_EXEC_RETRY_MS 1000       /* a failed run is not retried sooner */
 #define SF_CRED_EXEC_MAX_OUT (1u << 20)  /* stdout cap */
 #define SF_CRED_EXEC_MAX_ERR (64u << 10) /* stderr cap */
 
@@ -78,6 +79,11 @@ typedef struct sf_cred_exec {
 	int valid;
 	unsigned long runs;       /* plugin runs so far */
 	unsigned long generation; /* bumped when the certificate changes */
+	/* the last failure, given again without a run for SF_CRED_EXEC_RETRY_MS
+	 * (requests queued behind a failing plugin do not each run it) */
+	int fail_rc;
+	int64_t fail_ns; /* mono */
+	char fail_msg[512];
 } sf_cred_exec;
 
 sf_cred_exec *sf_cred_exec_new(void);

@@ -1551,7 +1551,8 @@ const char *sf_kube_config_token(sf_kube_config *c, int *err_out)
 {
 	int rc = 0;
 	if (c->exec) {
-		rc = sf_cred_exec_refresh(c->exec, NULL, 0);
+		char msg[512];
+		rc = sf_cred_exec_refresh(c->exec, msg, sizeof(msg));
 		if (err_out)
 			*err_out = rc;
 		return c->exec->valid ? c->exec->token : NULL;

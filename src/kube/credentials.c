@@ -577,6 +577,11 @@ int sf_cred_exec_refresh(sf_cred_exec *e, char *err, size_t errlen)
 	if (e->valid && (!e->expiry_ns ||
 	                 sf_wall_ns() + SF_CRED_EXEC_MARGIN_S * SF_NSEC_PER_SEC < e->expiry_ns))
 		return 0;
+	if (e->fail_rc && sf_mono_ns() - e->fail_ns < SF_CRED_EXEC_RETRY_MS * SF_NSEC_PER_MSEC) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s", e->fail_msg);
+		return e->fail_rc;
+	}
 	sf_buf out, se, msg;
 	sf_buf_init(&out, SF_CRED_EXEC_MAX_OUT);
 	sf_buf_init(&se, SF_CRED_EXEC_MAX_ERR);
@@ -601,6 +606,13 @@ int sf_cred_exec_refresh(sf_cred_exec *e, char *err, size_t errlen)
 		exec_err(e, err, errlen, rc, "%s", msg.data ? msg.data : "failed");
 	} else {
 		rc = sf_cred_exec_parse(e, out.data ? out.data : "", out.len, err, errlen);
+	}
+	e->fail_rc = rc;
+	if (rc) {
+		e->fail_ns = sf_mono_ns();
+		char fm[sizeof(e->fail_msg)];
+		snprintf(fm, sizeof(fm), "%s", err && errlen ? err : "exec plugin failed");
+		memcpy(e->fail_msg, fm, sizeof(fm));
 	}
 	if (!rc) {
 		char ms[24], exp[40];

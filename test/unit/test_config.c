@@ -1262,6 +1262,30 @@ Test(config, exec_plugin_failures_are_clear)
 	sf_kube_config_free(c);
 }
 
+Test(config, exec_plugin_failure_is_not_rerun_at_once)
+{
+	put_script("fails", "n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
+	                    "echo $((n + 1)) > \"$0.count\"\necho broken >&2\nexit 1\n");
+	sf_kube_config *c =
+	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./fails\n"
+	                        "      interactiveMode: Never\n"));
+	char err1[1024] = "", err2[1024] = "";
+	const char *tok;
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err1, sizeof(err1)), -EIO);
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err2, sizeof(err2)), -EIO);
+	cr_assert_str_eq(err1, err2);
+	assert_has(err2, "broken");
+	size_t len;
+	cr_assert_str_eq(slurp(tpath("fails.count"), &len), "1\n",
+	                 "requests queued behind a failing plugin each ran it");
+	/* later it is tried again */
+	c->exec->fail_ns -= 2 * SF_CRED_EXEC_RETRY_MS * 1000000LL;
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err2, sizeof(err2)), -EIO);
+	cr_assert_str_eq(slurp(tpath("fails.count"), &len), "2\n");
+	sf_kube_config_free(c);
+}
+
 Test(config, exec_plugin_timeout)
 {
 	put_script("slow", "exec sleep 30\n");
