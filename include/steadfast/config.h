@@ -29,7 +29,7 @@
 struct sf_cred_exec;
 
 typedef struct sf_kube_config {
-	char *server;           /* "https://host:port", no trailing slash */
+	char *server;           /* "https://host:port[/path]", no trailing slash */
 	char *ca_file;          /* CA bundle path (or memfd path); NULL = system CAs */
 	char *client_cert_file; /* NULL when not using a client certificate */
 	char *client_key_file;
@@ -39,7 +39,8 @@ typedef struct sf_kube_config {
 	int insecure_skip_tls_verify;
 	char *proxy_url;           /* http://, https://, socks5:// or socks5h:// proxy, or NULL */
 	int disable_compression;   /* no Accept-Encoding */
-	struct sf_cred_exec *exec; /* exec credential plugin, or NULL */
+	struct sf_cred_exec *exec; /* exec plugin (credentials.h), or NULL; run by
+	                            * sf_kube_config_auth/_token when needed */
 	char *namespace;           /* from the context / in-cluster file; "default" if unset */
 	char *context;             /* context name used ("" in-cluster) */
 	char *source;              /* for messages: file path(s) or "in-cluster" */

@@ -17,6 +17,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "steadfast/client.h"
 #include "steadfast/credentials.h"
@@ -371,4 +374,59 @@ Test(kubeconfig, exec_plugin_failure_fails_the_request)
 	cr_assert(strstr(r.errmsg, "see test_kubeconfig.c"), "%s", r.errmsg);
 	tl_res_clear(&r);
 	tl_kube_close(&k);
+}
+
+/* --- TLS version -------------------------------------------------------------- */
+
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(fd, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* GET /version from an openssl s_server (the API server's certificate)
+ * that speaks only the given TLS version option (-tls1_1, -tls1_2). */
+static void get_from_openssl(const char *version_opt, tl_res *r)
+{
+	int port = free_port();
+	const char *pki = tl_env("STEADFAST_CLUSTER_DIR");
+	sf_buf out;
+	sf_buf_init(&out, 0);
+	/* ready once it prints ACCEPT; it exits after one connection */
+	int st = tl_sh(&out,
+	               "openssl s_server -accept 127.0.0.1:%d -cert %s/pki/apiserver.crt "
+	               "-key %s/pki/apiserver.key %s -cipher 'DEFAULT:@SECLEVEL=0' -www "
+	               "-naccept 1 >%s/s_server.log 2>&1 </dev/null & echo $!; "
+	               "for i in $(seq 100); do grep -q ACCEPT %s/s_server.log && exit 0; "
+	               "sleep 0.05; done; exit 1",
+	               port, pki, pki, version_opt, dir, dir);
+	cr_assert_eq(st, 0, "openssl s_server did not start");
+	int pid = atoi(out.data);
+	char cl[256];
+	snprintf(cl, sizeof(cl), "    server: https://127.0.0.1:%d\n", port);
+	tl_kube k;
+	tl_kube_open(&k, kubeconfig("tls", cl, admin_user()), NULL);
+	get(&k, "/version", r);
+	tl_kube_close(&k);
+	tl_sh(NULL, "kill %d 2>/dev/null; true", pid);
+	sf_buf_free(&out);
+}
+
+Test(kubeconfig, tls_1_2_is_the_minimum)
+{
+	tl_res r = {0};
+	get_from_openssl("-tls1_2", &r);
+	cr_assert_eq(r.http_status, 200, "the TLS 1.2 control failed: %d %s", r.err, r.errmsg);
+	tl_res_clear(&r);
+	memset(&r, 0, sizeof(r));
+	get_from_openssl("-tls1_1", &r);
+	cr_assert_eq(r.http_status, 0, "a TLS 1.1 server was accepted");
+	cr_assert_neq(r.err, 0);
+	tl_res_clear(&r);
 }
