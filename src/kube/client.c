@@ -543,7 +543,9 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 		/* The URL carries the TLS name (SNI and the name the certificate
 		 * is checked against), CONNECT_TO sends it to the real host, and
 		 * Host (":authority" over HTTP/2) stays the server's, as Go's
-		 * TLSClientConfig.ServerName does. The server's path is kept. */
+		 * TLSClientConfig.ServerName does. The server's path is kept.
+		 * libcurl 7.88 turns the Host header into ":authority" over
+		 * HTTP/2 (seen in its verbose output against kube-apiserver). */
 		int rc = tls_name_url(cfg->server, cfg->tls_server_name, &c->base, connect_to,
 		                      sizeof(connect_to), &c->host_header);
 		if (rc) {

@@ -293,6 +293,11 @@ struct wait_wall {
 	int64_t until_ns;
 };
 
+static void nothing(uv_timer_t *t)
+{
+	(void)t;
+}
+
 static int wall_reached(void *ud)
 {
 	return sf_wall_ns() >= ((struct wait_wall *)ud)->until_ns;
@@ -311,7 +316,13 @@ Test(kubeconfig, exec_plugin_reruns_before_expiry)
 	cr_assert_gt(k.cfg->exec->expiry_ns, 0);
 	/* the time passes to the refresh point (margin before the expiry) */
 	struct wait_wall w = {k.cfg->exec->expiry_ns - SF_CRED_EXEC_MARGIN_S * SF_NSEC_PER_SEC};
+	/* a timer wakes the loop then (the predicate is checked on wake-ups) */
+	uv_timer_t wake;
+	uv_timer_init(&k.loop, &wake);
+	int64_t left_ms = (w.until_ns - sf_wall_ns()) / SF_NSEC_PER_MSEC + 1;
+	uv_timer_start(&wake, nothing, left_ms > 0 ? (uint64_t)left_ms : 0, 0);
 	cr_assert_eq(tl_run_until_fn(&k.loop, wall_reached, &w, 15000), 0);
+	uv_close((uv_handle_t *)&wake, NULL);
 	expect_sa(&k);
 	cr_assert_eq(count_runs("runs"), 2, "the plugin was not run again before its expiry");
 	tl_kube_close(&k);
