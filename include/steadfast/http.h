@@ -1,7 +1,8 @@
 /*
  * http.h - HTTP requests on the libuv loop through libcurl's multi interface.
  *
- * libcurl does the protocol (HTTP/1.1 and HTTP/2, TLS via GnuTLS); libuv
+ * libcurl does the protocol (HTTP/1.1 and HTTP/2, TLS 1.2 or newer via
+ * GnuTLS); libuv
  * tells it when sockets are ready (CURLMOPT_SOCKETFUNCTION/TIMERFUNCTION).
  * No threads. A response body is either buffered (with a size cap) or
  * streamed to a callback as it arrives (watches, large lists).
@@ -25,13 +26,17 @@ typedef struct sf_http_opts {
 	const char *ca_file;   /* NULL = system CAs */
 	const char *cert_file; /* client certificate (PEM), or NULL */
 	const char *key_file;
-	const char *tls_server_name; /* SNI / verification name override, or NULL */
-	int insecure;                /* skip TLS verification */
-	long connect_timeout_ms;     /* 0 = 10 s */
-	int http1_only;              /* disable HTTP/2 */
+	int insecure;            /* skip TLS verification */
+	long connect_timeout_ms; /* 0 = 10 s */
+	int http1_only;          /* disable HTTP/2 */
 	/* "HOST:PORT:CONNECT-HOST:CONNECT-PORT" (CURLOPT_CONNECT_TO): lets the
 	 * URL carry the TLS name while connecting elsewhere. NULL = none. */
 	const char *connect_to;
+	/* Proxy URL for every request (CURLOPT_PROXY): http://, https:// or
+	 * socks5[h]://. NULL = libcurl's default, the *_proxy environment
+	 * variables (client-go also honours them when no proxy-url is set). */
+	const char *proxy;
+	int no_compression; /* send no Accept-Encoding */
 	/* TCP_USER_TIMEOUT of every socket: data unacknowledged this long
 	 * kills the connection (keepalive does not probe while data waits).
 	 * 0 = 30 s, < 0 = the kernel's default. */
@@ -84,6 +89,11 @@ long sf_http_req_status(const sf_http_req *req);
 /* Inside on_data: make the request end with err/msg instead of -ECANCELED
  * when on_data returns non-zero. */
 void sf_http_req_fail(sf_http_req *req, int err, const char *msg);
+/* Replaces the client certificate (PEM paths) used by requests started
+ * from now on; connections already open keep theirs (callers shut them
+ * down with sf_http_drop_connections when the old one must stop). 0 or
+ * -ENOMEM. */
+int sf_http_set_client_cert(sf_http *h, const char *cert_file, const char *key_file);
 /* Requests in flight. */
 size_t sf_http_active(const sf_http *h);
 /* Shuts down every connection open now (shutdown(2) on its socket): each

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/credentials.h"
 #include "steadfast/http.h"
 #include "steadfast/log.h"
 #include "steadfast/time.h"
@@ -71,6 +72,8 @@ struct sf_kube_client {
 	sf_http *http;
 	char *base;
 	char *ua_header;
+	char *host_header;      /* "Host: ..." when the URL carries tls-server-name */
+	unsigned long cert_gen; /* exec plugin certificate in use */
 	double qps;
 	int burst;
 	double tokens;
@@ -421,7 +424,7 @@ static void health_tick(uv_timer_t *t)
 		return;
 	char url[1100];
 	snprintf(url, sizeof(url), "%s/version", c->base);
-	const char *headers[] = {c->ua_header, "Accept: application/json", NULL};
+	const char *headers[] = {c->ua_header, "Accept: application/json", c->host_header, NULL};
 	sf_http_request hr = {
 	    .method = "GET",
 	    .url = url,
@@ -434,6 +437,66 @@ static void health_tick(uv_timer_t *t)
 		c->stats.health_probes++;
 	else
 		c->probe = NULL;
+}
+
+/* For a tls-server-name: *base = server with its host replaced by name
+ * (port and path kept), connect_to = "NAME:PORT:HOST:PORT", *host = "Host:
+ * HOST[:PORT]" as written in server. */
+static int tls_name_url(const char *server, const char *name, char **base, char *connect_to,
+                        size_t cn, char **host)
+{
+	const char *hp = strstr(server, "://");
+	if (!hp)
+		return -EINVAL;
+	size_t schemelen = (size_t)(hp - server);
+	hp += 3;
+	size_t hplen = strcspn(hp, "/?#");
+	const char *rest = hp + hplen;
+	const char *host_end = hp + hplen, *port = NULL;
+	size_t portlen = 0;
+	if (*hp == '[') {
+		const char *rb = memchr(hp, ']', hplen);
+		if (!rb)
+			return -EINVAL;
+		host_end = rb + 1;
+	} else {
+		const char *colon = memchr(hp, ':', hplen);
+		if (colon)
+			host_end = colon;
+	}
+	if (host_end < hp + hplen && *host_end == ':') {
+		port = host_end + 1;
+		portlen = (size_t)(hp + hplen - port);
+	}
+	if (!port || !portlen) {
+		port = schemelen == 4 ? "80" : "443";
+		portlen = strlen(port);
+	}
+	int v6 = strchr(name, ':') != NULL && name[0] != '[';
+	int n =
+	    snprintf(connect_to, cn, "%s%s%s:%.*s:%.*s:%.*s", v6 ? "[" : "", name, v6 ? "]" : "",
+	             (int)portlen, port, (int)(host_end - hp), hp, (int)portlen, port);
+	if (n < 0 || (size_t)n >= cn)
+		return -EINVAL;
+	sf_buf b, hb;
+	sf_buf_init(&b, 0);
+	sf_buf_init(&hb, 0);
+	if (sf_buf_printf(&b, "%.*s://%s%s%s:%.*s%s", (int)schemelen, server, v6 ? "[" : "", name,
+	                  v6 ? "]" : "", (int)portlen, port, rest) ||
+	    sf_buf_printf(&hb, "Host: %.*s", (int)hplen, hp)) {
+		sf_buf_free(&b);
+		sf_buf_free(&hb);
+		return -ENOMEM;
+	}
+	*base = sf_buf_detach(&b, NULL);
+	*host = sf_buf_detach(&hb, NULL);
+	if (!*base || !*host) {
+		free(*base);
+		free(*host);
+		*base = *host = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_client_opts *opts,
@@ -468,34 +531,36 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 	    .cert_file = cfg->client_cert_file,
 	    .key_file = cfg->client_key_file,
 	    .insecure = cfg->insecure_skip_tls_verify,
+	    .proxy = cfg->proxy_url,
+	    .no_compression = cfg->disable_compression,
 	    .http1_only = opts && opts->http1_only,
 	    .tcp_user_timeout_ms = opts ? opts->tcp_user_timeout_ms : 0,
 	};
 	c->read_idle_ms = opts && opts->read_idle_ms ? opts->read_idle_ms : 30000;
 	c->ping_timeout_ms = opts && opts->ping_timeout_ms > 0 ? opts->ping_timeout_ms : 15000;
-	char connect_to[512];
+	char connect_to[600];
 	if (cfg->tls_server_name && *cfg->tls_server_name) {
-		/* URL carries the TLS name; CONNECT_TO sends it to the real host. */
-		const char *hp = strstr(cfg->server, "://");
-		hp = hp ? hp + 3 : cfg->server;
-		const char *colon = strrchr(hp, ':');
-		const char *port = colon && !strchr(colon, ']') ? colon + 1 : "443";
-		size_t hostlen = colon && !strchr(colon, ']') ? (size_t)(colon - hp) : strlen(hp);
-		snprintf(connect_to, sizeof(connect_to), "%s:%s:%.*s:%s", cfg->tls_server_name,
-		         port, (int)hostlen, hp, port);
+		/* The URL carries the TLS name (SNI and the name the certificate
+		 * is checked against), CONNECT_TO sends it to the real host, and
+		 * Host (":authority" over HTTP/2) stays the server's, as Go's
+		 * TLSClientConfig.ServerName does. The server's path is kept.
+		 * libcurl 7.88 turns the Host header into ":authority" over
+		 * HTTP/2 (seen in its verbose output against kube-apiserver). */
+		int rc = tls_name_url(cfg->server, cfg->tls_server_name, &c->base, connect_to,
+		                      sizeof(connect_to), &c->host_header);
+		if (rc) {
+			free(c->ua_header);
+			free(c->base);
+			free(c);
+			return rc;
+		}
 		ho.connect_to = connect_to;
-		free(c->base);
-		sf_buf b;
-		sf_buf_init(&b, 0);
-		sf_buf_printf(&b, "https://%s:%s", cfg->tls_server_name, port);
-		c->base = sf_buf_detach(&b, NULL);
-		if (!c->base)
-			goto nomem;
 	}
 	int rc = sf_http_new(loop, &ho, &c->http);
 	if (rc) {
 		free(c->ua_header);
 		free(c->base);
+		free(c->host_header);
 		free(c);
 		return rc;
 	}
@@ -512,6 +577,7 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 nomem:
 	free(c->ua_header);
 	free(c->base);
+	free(c->host_header);
 	free(c);
 	return -ENOMEM;
 }
@@ -661,6 +727,8 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 	count_request(c, k->method, hr->err ? 0 : hr->status);
 	if (hr->http_version == 2)
 		c->stats.http2_responses++;
+	if (!hr->err && hr->status == 401)
+		sf_kube_config_unauthorized(c->cfg); /* an exec plugin runs again */
 	if (hr->err == -ECANCELED && k->is_write)
 		c->stats.writes_cancelled++;
 
@@ -735,14 +803,40 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 		status_free(&st);
 }
 
-static int call_send(sf_kube_call *k)
+/* An exec plugin's client certificate changed: new requests use it, and
+ * connections made with the old one are shut down (client-go closes them
+ * too when its certificate rotates). */
+static int use_exec_cert(sf_kube_client *c)
+{
+	const sf_cred_exec *e = c->cfg->exec;
+	if (!e || e->generation == c->cert_gen)
+		return 0;
+	int rc = sf_http_set_client_cert(c->http, e->cert_path, e->key_path);
+	if (rc)
+		return rc;
+	if (c->cert_gen)
+		sf_http_drop_connections(c->http, "exec plugin returned a new client certificate");
+	c->cert_gen = e->generation;
+	return 0;
+}
+
+static int call_send(sf_kube_call *k, char *msg, size_t msglen)
 {
 	sf_kube_client *c = k->c;
-	const char *headers[6];
+	const char *headers[7];
 	size_t nh = 0;
 	char *auth = NULL;
-	int terr = 0;
-	const char *tok = sf_kube_config_token(c->cfg, &terr);
+	const char *tok = NULL;
+	int rc = sf_kube_config_auth(c->cfg, &tok, msg, msglen);
+	if (!rc)
+		rc = use_exec_cert(c);
+	if (rc) {
+		if (!msg[0])
+			snprintf(msg, msglen, "credentials: %s", strerror(-rc));
+		sf_log_error("kube.client", "no credentials for the request", "error", msg,
+		             (char *)NULL);
+		return rc;
+	}
 	if (tok && *tok) {
 		size_t l = strlen(tok) + 32;
 		auth = malloc(l);
@@ -753,6 +847,8 @@ static int call_send(sf_kube_call *k)
 	}
 	headers[nh++] = c->ua_header;
 	headers[nh++] = "Accept: application/json";
+	if (c->host_header)
+		headers[nh++] = c->host_header;
 	char ct[128];
 	if (k->body) {
 		snprintf(ct, sizeof(ct), "Content-Type: %s",
@@ -772,8 +868,10 @@ static int call_send(sf_kube_call *k)
 	    .ud = k,
 	    .fresh_connection = k->fresh,
 	};
-	int rc = sf_http_start(c->http, &hr, &k->hreq);
+	rc = sf_http_start(c->http, &hr, &k->hreq);
 	free(auth);
+	if (rc)
+		snprintf(msg, msglen, "could not start request");
 	if (rc == 0) {
 		k->state = CALL_INFLIGHT;
 		c->stats.requests++;
@@ -813,9 +911,10 @@ static void dispatch(uv_timer_t *t)
 				} else {
 					if (c->qps > 0)
 						c->tokens -= 1.0;
-					int rc = call_send(k);
+					char msg[1024] = "";
+					int rc = call_send(k, msg, sizeof(msg));
 					if (rc)
-						call_finish_err(k, rc, "could not start request");
+						call_finish_err(k, rc, msg);
 				}
 			}
 		}
@@ -1291,6 +1390,7 @@ static void client_maybe_free(sf_kube_client *c)
 	void (*cb)(void *) = c->close_cb;
 	void *ud = c->close_ud;
 	free(c->base);
+	free(c->host_header);
 	free(c->ua_header);
 	free(c);
 	if (cb)

@@ -1,8 +1,10 @@
 /*
  * config.c - kubeconfig and in-cluster configuration (see config.h).
  *
- * A kubeconfig is read with libyaml's document API (JSON is also YAML) and
- * the fields client-go's clientcmd uses are copied into small tables, one
+ * A kubeconfig is turned into JSON by the YAML converter (yaml.h, the
+ * sigs.k8s.io/yaml rules client-go reads it with; JSON is also YAML) and
+ * read with JSON views; the fields client-go's clientcmd uses are copied
+ * into small tables, one
  * row per named cluster, user and context, tagged with the file and list
  * position they came from so that messages can point at them. Several files
  * merge as in clientcmd: a name is looked up as its first definition in
@@ -13,7 +15,12 @@
  * Structure and value errors (wrong types, bad base64, duplicate names) fail
  * a file wherever they are, like client-go's decoding does; the deeper
  * checks (server URL, referenced files, credential combinations) apply to
- * the selected context only, like clientcmd's ConfirmUsable.
+ * the selected context only, like clientcmd's ConfirmUsable. So do the
+ * refusals of fields we do not honour (impersonation, basic auth,
+ * auth-provider) and the warnings for keys we do not know: a field of a
+ * user nobody selects costs nothing, one of the user in use is never
+ * silently dropped. Credentials that change at run time (token files, exec
+ * plugins) and the memfds of inline data are credentials.c's.
  */
 #include "steadfast/config.h"
 
@@ -28,15 +35,16 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "steadfast/buf.h"
+#include "steadfast/credentials.h"
+#include "steadfast/json.h"
 #include "steadfast/log.h"
 #include "steadfast/time.h"
+#include "steadfast/yaml.h"
 
 #define KC_LOGGER "kube.config"
 #define KC_MAX_FILE (16u * 1024 * 1024) /* a kubeconfig larger than this is refused */
-#define KC_MAX_TOKEN (1024u * 1024)
 #define KC_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 enum { MEMFD_CA = 0, MEMFD_CERT = 1, MEMFD_KEY = 2 };
@@ -53,8 +61,20 @@ struct kc_cluster {
 	struct kc_blob ca_data;
 	int insecure;
 	char *tls_server_name;
-	size_t file;  /* index into kc_set.files */
-	size_t index; /* position in that file's clusters list */
+	char *proxy_url;
+	int disable_compression;
+	char *unknown; /* unknown keys, logged if the cluster is used */
+	size_t file;   /* index into kc_set.files */
+	size_t index;  /* position in that file's clusters list */
+};
+
+/* user.exec as written; checked and moved into the result when used. */
+struct kc_exec {
+	int set;
+	sf_cred_exec *e; /* command, args, env, apiVersion, installHint */
+	char *interactive_mode;
+	int provide_cluster_info;
+	char *unknown;
 };
 
 struct kc_user {
@@ -65,8 +85,9 @@ struct kc_user {
 	char *token_file;
 	struct kc_blob cert_data;
 	struct kc_blob key_data;
-	int exec;
-	int auth_provider;
+	struct kc_exec exec;
+	char *refused; /* 'field "as" (impersonation)': refused if the user is used */
+	char *unknown;
 	size_t file;
 	size_t index;
 };
@@ -76,6 +97,7 @@ struct kc_context {
 	char *cluster;
 	char *user;
 	char *namespace;
+	char *unknown;
 	size_t file;
 	size_t index;
 };
@@ -97,7 +119,6 @@ struct kc_set {
 
 /* State while walking one document. */
 struct kc_parse {
-	yaml_document_t *doc;
 	const char *name;
 	const char *base_dir;
 	struct kc_set *set;
@@ -158,34 +179,6 @@ static const char *quote(char *dst, size_t n, const char *s)
 	dst[o++] = '"';
 	dst[o] = '\0';
 	return dst;
-}
-
-static int is_space(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-/* Trims whitespace in place; returns s. */
-static char *trim(char *s)
-{
-	size_t n = strlen(s);
-	while (n && is_space((unsigned char)s[n - 1]))
-		n--;
-	s[n] = '\0';
-	size_t i = 0;
-	while (is_space((unsigned char)s[i]))
-		i++;
-	if (i)
-		memmove(s, s + i, n - i + 1);
-	return s;
-}
-
-static int has_ctl(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
-			return 1;
-	return 0;
 }
 
 static int grow(void **p, size_t *cap, size_t n, size_t elem)
@@ -299,73 +292,6 @@ static int check_readable(const char *path)
 	return rc;
 }
 
-/* --- base64 (standard alphabet, padded; whitespace ignored) ----------------- */
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Returns 0, -EINVAL for malformed input, or -ENOMEM. */
-static int b64_decode(const char *s, size_t n, struct kc_blob *out)
-{
-	enum { PAD = 64 };
-	unsigned char *o = malloc(n / 4 * 3 + 3);
-	if (!o)
-		return -ENOMEM;
-	unsigned char q[4];
-	size_t nq = 0, len = 0;
-	int done = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (is_space(c))
-			continue;
-		if (done)
-			goto bad; /* data after the padding */
-		if (c == '=') {
-			q[nq++] = PAD;
-		} else {
-			int v = b64_value(c);
-			if (v < 0 || (nq && q[nq - 1] == PAD))
-				goto bad;
-			q[nq++] = (unsigned char)v;
-		}
-		if (nq < 4)
-			continue;
-		if (q[0] == PAD || q[1] == PAD)
-			goto bad;
-		o[len++] = (unsigned char)(q[0] << 2 | q[1] >> 4);
-		if (q[2] == PAD) {
-			done = 1;
-		} else {
-			o[len++] = (unsigned char)((q[1] & 15) << 4 | q[2] >> 2);
-			if (q[3] == PAD)
-				done = 1;
-			else
-				o[len++] = (unsigned char)((q[2] & 3) << 6 | q[3]);
-		}
-		nq = 0;
-	}
-	if (nq)
-		goto bad;
-	out->data = o;
-	out->len = len;
-	return 0;
-bad:
-	free(o);
-	return -EINVAL;
-}
-
 static void blob_free(struct kc_blob *b)
 {
 	free(b->data);
@@ -373,7 +299,7 @@ static void blob_free(struct kc_blob *b)
 	b->len = 0;
 }
 
-/* --- YAML document access ------------------------------------------------------ */
+/* --- JSON document access ------------------------------------------------------ */
 
 static int perr(struct kc_parse *p, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -394,87 +320,82 @@ static int perr(struct kc_parse *p, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static int scalar_is(const yaml_node_t *n, const char *s)
+static int jv_is_null(sf_jv v)
 {
-	size_t l = strlen(s);
-	return n->data.scalar.length == l && memcmp(n->data.scalar.value, s, l) == 0;
+	return !sf_jv_ok(v) || sf_jv_type(v) == SF_JSON_NULL;
 }
 
-static int node_is_null(const yaml_node_t *n)
+static const char *jv_kind(sf_jv v)
 {
-	if (!n)
-		return 1;
-	if (n->type != YAML_SCALAR_NODE)
-		return 0;
-	if (n->tag && strcmp((const char *)n->tag, YAML_NULL_TAG) == 0)
-		return 1;
-	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return 0;
-	return n->data.scalar.length == 0 || scalar_is(n, "~") || scalar_is(n, "null") ||
-	       scalar_is(n, "Null") || scalar_is(n, "NULL");
-}
-
-static const char *node_kind(const yaml_node_t *n)
-{
-	if (node_is_null(n))
-		return "null";
-	switch (n->type) {
-	case YAML_SCALAR_NODE: return "a scalar";
-	case YAML_SEQUENCE_NODE: return "a list";
-	case YAML_MAPPING_NODE: return "a mapping";
-	default: return "nothing";
+	switch (sf_jv_type(v)) {
+	case SF_JSON_ARRAY: return "a list";
+	case SF_JSON_OBJECT: return "a mapping";
+	case SF_JSON_STRING:
+	case SF_JSON_NUMBER:
+	case SF_JSON_TRUE:
+	case SF_JSON_FALSE: return "a scalar";
+	default: return "null";
 	}
 }
 
-/* The value of key in a mapping node (the last one if repeated), or NULL. */
-static yaml_node_t *map_get(struct kc_parse *p, yaml_node_t *map, const char *key)
+/* A value that sets something: not absent, null, "", [] or {}. */
+static int jv_is_set(sf_jv v)
 {
-	yaml_node_t *found = NULL;
-	for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-	     pr++) {
-		yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
-		if (k && k->type == YAML_SCALAR_NODE && scalar_is(k, key))
-			found = yaml_document_get_node(p->doc, pr->value);
+	switch (sf_jv_type(v)) {
+	case SF_JSON_NONE:
+	case SF_JSON_NULL: return 0;
+	case SF_JSON_STRING: return v.n > 2;
+	case SF_JSON_ARRAY:
+	case SF_JSON_OBJECT: return sf_jv_len(v) > 0;
+	default: return 1;
 	}
-	return found;
 }
 
-/* Copies the string at map[key] into *out: NULL when absent, null or "". */
-static int get_str(struct kc_parse *p, yaml_node_t *map, const char *key, const char *path,
-                   char **out)
+/* Copies the string at map[key] into *out: NULL when absent, null or "".
+ * A number is taken as its text (a YAML scalar such as 0123 or 8080). */
+static int get_str(struct kc_parse *p, sf_jv map, const char *key, const char *path, char **out)
 {
 	*out = NULL;
-	yaml_node_t *n = map_get(p, map, key);
-	if (node_is_null(n))
+	sf_jv v = sf_jv_get(map, key);
+	if (jv_is_null(v))
 		return 0;
-	if (n->type != YAML_SCALAR_NODE)
-		return perr(p, -EINVAL, "%s.%s: expected a string, got %s", path, key,
-		            node_kind(n));
-	const char *v = (const char *)n->data.scalar.value;
-	size_t len = n->data.scalar.length;
-	if (memchr(v, '\0', len))
+	if (sf_jv_type(v) == SF_JSON_NUMBER) {
+		*out = strndup(v.p, v.n);
+		return *out ? 0 : perr(p, -ENOMEM, "out of memory");
+	}
+	if (sf_jv_type(v) != SF_JSON_STRING)
+		return perr(p, -EINVAL, "%s.%s: expected a string, got %s", path, key, jv_kind(v));
+	if (memmem(v.p, v.n, "\\u0000", 6))
 		return perr(p, -EINVAL, "%s.%s: contains a NUL character", path, key);
-	if (!len)
-		return 0;
-	*out = strndup(v, len);
-	return *out ? 0 : perr(p, -ENOMEM, "out of memory");
+	char *s = sf_jv_strdup(v);
+	if (!s)
+		return perr(p, -ENOMEM, "out of memory");
+	if (!*s)
+		free(s);
+	else
+		*out = s;
+	return 0;
 }
 
-/* A path field: as get_str, then resolved against the file's directory. */
-static int get_path(struct kc_parse *p, yaml_node_t *map, const char *key, const char *path,
-                    char **out)
+/* A path: relative ones resolve against the file's directory. */
+static int resolve(struct kc_parse *p, char **path)
 {
-	int rc = get_str(p, map, key, path, out);
-	if (rc || !*out || (*out)[0] == '/' || !p->base_dir)
-		return rc;
-	char *abs = join_path(p->base_dir, *out);
-	free(*out);
-	*out = abs;
+	if (!*path || (*path)[0] == '/' || !p->base_dir)
+		return 0;
+	char *abs = join_path(p->base_dir, *path);
+	free(*path);
+	*path = abs;
 	return abs ? 0 : perr(p, -ENOMEM, "out of memory");
 }
 
+static int get_path(struct kc_parse *p, sf_jv map, const char *key, const char *path, char **out)
+{
+	int rc = get_str(p, map, key, path, out);
+	return rc ? rc : resolve(p, out);
+}
+
 /* A *-data field: base64 decoded; empty when absent. */
-static int get_data(struct kc_parse *p, yaml_node_t *map, const char *key, const char *path,
+static int get_data(struct kc_parse *p, sf_jv map, const char *key, const char *path,
                     struct kc_blob *out)
 {
 	char *s;
@@ -483,78 +404,66 @@ static int get_data(struct kc_parse *p, yaml_node_t *map, const char *key, const
 	int rc = get_str(p, map, key, path, &s);
 	if (rc || !s)
 		return rc;
-	rc = b64_decode(s, strlen(s), out);
+	rc = sf_cred_b64_decode(s, strlen(s), &out->data, &out->len);
 	free(s);
 	if (rc == -EINVAL)
 		return perr(p, rc, "%s.%s: invalid base64", path, key);
 	return rc ? perr(p, rc, "out of memory") : 0;
 }
 
-static int get_bool(struct kc_parse *p, yaml_node_t *map, const char *key, const char *path,
-                    int *out)
+static int get_bool(struct kc_parse *p, sf_jv map, const char *key, const char *path, int *out)
 {
-	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
-	                                  "on",   "On",   "ON",   "y",   "Y"};
-	static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO",
-	                                 "off",   "Off",   "OFF",   "n",  "N"};
 	*out = 0;
-	yaml_node_t *n = map_get(p, map, key);
-	if (node_is_null(n))
+	sf_jv v = sf_jv_get(map, key);
+	if (jv_is_null(v) || sf_jv_bool(v, out) == 0)
 		return 0;
-	if (n->type == YAML_SCALAR_NODE) {
-		for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-			if (scalar_is(n, yes[i])) {
-				*out = 1;
-				return 0;
-			}
-			if (scalar_is(n, no[i]))
-				return 0;
-		}
-		char q[80], *v = strndup((const char *)n->data.scalar.value, n->data.scalar.length);
-		if (!v)
-			return perr(p, -ENOMEM, "out of memory");
+	char q[80], *s = sf_jv_type(v) == SF_JSON_STRING ? sf_jv_strdup(v) : strndup(v.p, v.n);
+	if (!s)
+		return perr(p, -ENOMEM, "out of memory");
+	if (sf_jv_type(v) == SF_JSON_ARRAY || sf_jv_type(v) == SF_JSON_OBJECT)
+		perr(p, -EINVAL, "%s.%s: expected true or false, got %s", path, key, jv_kind(v));
+	else
 		perr(p, -EINVAL, "%s.%s: expected true or false, got %s", path, key,
-		     quote(q, sizeof(q), v));
-		free(v);
-		return -EINVAL;
-	}
-	return perr(p, -EINVAL, "%s.%s: expected true or false, got %s", path, key, node_kind(n));
+		     quote(q, sizeof(q), s));
+	free(s);
+	return -EINVAL;
 }
 
-/* The list at root[key] (NULL if absent), or an error if it is not a list. */
-static int get_list(struct kc_parse *p, yaml_node_t *root, const char *key, yaml_node_t **out)
+/* The list at map[key] (SF_JV_NONE if absent), or an error if it is not a
+ * list. */
+static int get_list(struct kc_parse *p, sf_jv map, const char *key, const char *path, sf_jv *out)
 {
-	yaml_node_t *n = map_get(p, root, key);
-	*out = NULL;
-	if (node_is_null(n))
+	sf_jv v = sf_jv_get(map, key);
+	*out = SF_JV_NONE;
+	if (jv_is_null(v))
 		return 0;
-	if (n->type != YAML_SEQUENCE_NODE)
-		return perr(p, -EINVAL, "%s: expected a list, got %s", key, node_kind(n));
-	*out = n;
+	if (sf_jv_type(v) != SF_JSON_ARRAY)
+		return perr(p, -EINVAL, "%s%s%s: expected a list, got %s", path, *path ? "." : "",
+		            key, jv_kind(v));
+	*out = v;
 	return 0;
 }
 
 /* For list item i of key: checks it is a mapping with a name and a body
  * mapping under bodykey. */
-static int get_entry(struct kc_parse *p, yaml_node_t *item, const char *key, size_t i,
-                     const char *bodykey, char **name, yaml_node_t **body, char *path,
-                     size_t pathlen)
+static int get_entry(struct kc_parse *p, sf_jv item, const char *key, size_t i, const char *bodykey,
+                     char **name, sf_jv *body, char *path, size_t pathlen)
 {
 	snprintf(path, pathlen, "%s[%zu]", key, i);
 	*name = NULL;
-	if (!item || item->type != YAML_MAPPING_NODE)
-		return perr(p, -EINVAL, "%s: expected a mapping, got %s", path, node_kind(item));
+	if (sf_jv_type(item) != SF_JSON_OBJECT)
+		return perr(p, -EINVAL, "%s: expected a mapping, got %s", path, jv_kind(item));
 	int rc = get_str(p, item, "name", path, name);
 	if (rc)
 		return rc;
 	if (!*name)
 		return perr(p, -EINVAL, "%s.name: missing", path);
-	yaml_node_t *b = map_get(p, item, bodykey);
-	if (node_is_null(b)) {
-		*body = NULL;
-	} else if (b->type != YAML_MAPPING_NODE) {
+	sf_jv b = sf_jv_get(item, bodykey);
+	if (jv_is_null(b)) {
+		*body = SF_JV_NONE;
+	} else if (sf_jv_type(b) != SF_JSON_OBJECT) {
 		return perr(p, -EINVAL, "%s.%s: expected a mapping, got %s", path, bodykey,
-		            node_kind(b));
+		            jv_kind(b));
 	} else {
 		*body = b;
 	}
@@ -570,7 +479,60 @@ static int dup_err(struct kc_parse *p, const char *key, size_t i, const char *na
 	            quote(q, sizeof(q), name));
 }
 
+/* The keys of obj not in known[], as "path.a, path.b" (NULL if none). Kept
+ * to be logged when the entry is used: unknown keys are ignored as
+ * client-go ignores them, but not silently. */
+static int unknown_keys(struct kc_parse *p, sf_jv obj, const char *const *known, const char *path,
+                        char **out)
+{
+	*out = NULL;
+	sf_buf b;
+	sf_buf_init(&b, 4096);
+	sf_jv_iter it = sf_jv_iter_init(obj);
+	sf_jv k, v;
+	while (sf_jv_next(&it, &k, &v)) {
+		char name[128];
+		if (sf_jv_str(k, name, sizeof(name)) < 0)
+			snprintf(name, sizeof(name), "(long key)");
+		int found = 0;
+		for (size_t i = 0; known[i] && !found; i++)
+			found = strcmp(known[i], name) == 0;
+		if (found)
+			continue;
+		char q[80];
+		if (sf_cred_has_ctl(name))
+			quote(q, sizeof(q), name);
+		int rc = sf_buf_printf(&b, "%s%s%s%s", b.len ? ", " : "", path, *path ? "." : "",
+		                       sf_cred_has_ctl(name) ? q : name);
+		if (rc == -E2BIG)
+			break;
+		if (rc) {
+			sf_buf_free(&b);
+			return perr(p, -ENOMEM, "out of memory");
+		}
+	}
+	if (b.len && !(*out = sf_buf_detach(&b, NULL)))
+		return perr(p, -ENOMEM, "out of memory");
+	sf_buf_free(&b);
+	return 0;
+}
+
+static void warn_unknown(const char *fields, const char *fname)
+{
+	if (fields)
+		sf_log_warn(KC_LOGGER, "unknown kubeconfig field ignored", "fields", fields,
+		            "kubeconfig", fname, (char *)NULL);
+}
+
 /* --- the tables ---------------------------------------------------------------- */
+
+static void exec_free(struct kc_exec *x)
+{
+	sf_cred_exec_free(x->e);
+	free(x->interactive_mode);
+	free(x->unknown);
+	memset(x, 0, sizeof(*x));
+}
 
 static void cluster_free(struct kc_cluster *c)
 {
@@ -579,6 +541,8 @@ static void cluster_free(struct kc_cluster *c)
 	free(c->ca_file);
 	blob_free(&c->ca_data);
 	free(c->tls_server_name);
+	free(c->proxy_url);
+	free(c->unknown);
 }
 
 static void user_free(struct kc_user *u)
@@ -590,6 +554,9 @@ static void user_free(struct kc_user *u)
 	free(u->token_file);
 	blob_free(&u->cert_data);
 	blob_free(&u->key_data);
+	free(u->refused);
+	free(u->unknown);
+	exec_free(&u->exec);
 }
 
 static void context_free(struct kc_context *c)
@@ -598,6 +565,7 @@ static void context_free(struct kc_context *c)
 	free(c->cluster);
 	free(c->user);
 	free(c->namespace);
+	free(c->unknown);
 }
 
 static void set_free(struct kc_set *s)
@@ -644,30 +612,84 @@ static struct kc_context *find_context(struct kc_set *s, const char *name)
 
 /* --- one document ----------------------------------------------------------------- */
 
-static int parse_clusters(struct kc_parse *p, yaml_node_t *root)
+static const char *const cluster_keys[] = {"server",
+                                           "certificate-authority",
+                                           "certificate-authority-data",
+                                           "insecure-skip-tls-verify",
+                                           "tls-server-name",
+                                           "proxy-url",
+                                           "disable-compression",
+                                           "extensions",
+                                           NULL};
+static const char *const context_keys[] = {"cluster", "user", "namespace", "extensions", NULL};
+static const char *const top_keys[] = {"apiVersion",      "kind",       "preferences",
+                                       "clusters",        "users",      "contexts",
+                                       "current-context", "extensions", NULL};
+static const char *const exec_keys[] = {"command",         "args",        "env",
+                                        "apiVersion",      "installHint", "provideClusterInfo",
+                                        "interactiveMode", NULL};
+
+/* User fields we do not honour: refused when the user is selected. */
+static const struct {
+	const char *key, *why;
+} refused_user_keys[] = {
+    {"as", "impersonation"},
+    {"as-uid", "impersonation"},
+    {"as-groups", "impersonation"},
+    {"as-user-extra", "impersonation"},
+    {"username", "basic authentication"},
+    {"password", "basic authentication"},
+    {"auth-provider", "auth-provider plugins"},
+};
+static const char *const user_keys[] = {"client-certificate",
+                                        "client-certificate-data",
+                                        "client-key",
+                                        "client-key-data",
+                                        "token",
+                                        "tokenFile",
+                                        "exec",
+                                        "extensions",
+                                        "as",
+                                        "as-uid",
+                                        "as-groups",
+                                        "as-user-extra",
+                                        "username",
+                                        "password",
+                                        "auth-provider",
+                                        NULL};
+
+static int parse_clusters(struct kc_parse *p, sf_jv root)
 {
-	yaml_node_t *list;
-	int rc = get_list(p, root, "clusters", &list);
-	if (rc || !list)
+	sf_jv list;
+	int rc = get_list(p, root, "clusters", "", &list);
+	if (rc || !sf_jv_ok(list))
 		return rc;
 	size_t i = 0;
-	for (yaml_node_item_t *it = list->data.sequence.items.start;
-	     it < list->data.sequence.items.top; it++, i++) {
+	sf_jv_iter it = sf_jv_iter_init(list);
+	sf_jv item;
+	for (; sf_jv_next(&it, NULL, &item); i++) {
 		struct kc_cluster c = {.file = p->file, .index = i};
 		char path[64];
-		yaml_node_t *body = NULL;
-		rc = get_entry(p, yaml_document_get_node(p->doc, *it), "clusters", i, "cluster",
-		               &c.name, &body, path, sizeof(path));
-		if (!rc && body)
+		sf_jv body = SF_JV_NONE;
+		rc = get_entry(p, item, "clusters", i, "cluster", &c.name, &body, path,
+		               sizeof(path));
+		int b = !rc && sf_jv_ok(body);
+		if (b)
 			rc = get_str(p, body, "server", path, &c.server);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_path(p, body, "certificate-authority", path, &c.ca_file);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_data(p, body, "certificate-authority-data", path, &c.ca_data);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_bool(p, body, "insecure-skip-tls-verify", path, &c.insecure);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_str(p, body, "tls-server-name", path, &c.tls_server_name);
+		if (b && !rc)
+			rc = get_str(p, body, "proxy-url", path, &c.proxy_url);
+		if (b && !rc)
+			rc = get_bool(p, body, "disable-compression", path, &c.disable_compression);
+		if (b && !rc)
+			rc = unknown_keys(p, body, cluster_keys, path, &c.unknown);
 		for (size_t j = 0; !rc && j < p->set->nclusters; j++)
 			if (p->set->clusters[j].file == p->file &&
 			    strcmp(p->set->clusters[j].name, c.name) == 0)
@@ -684,36 +706,125 @@ static int parse_clusters(struct kc_parse *p, yaml_node_t *root)
 	return 0;
 }
 
-static int parse_users(struct kc_parse *p, yaml_node_t *root)
+/* user.exec: the structure only; what it means is checked when the user is
+ * selected (check_exec). */
+static int parse_exec(struct kc_parse *p, sf_jv body, const char *upath, struct kc_exec *x)
 {
-	yaml_node_t *list;
-	int rc = get_list(p, root, "users", &list);
-	if (rc || !list)
+	sf_jv ex = sf_jv_get(body, "exec");
+	if (jv_is_null(ex))
+		return 0;
+	char path[80];
+	snprintf(path, sizeof(path), "%s.exec", upath);
+	if (sf_jv_type(ex) != SF_JSON_OBJECT)
+		return perr(p, -EINVAL, "%s: expected a mapping, got %s", path, jv_kind(ex));
+	x->set = 1;
+	if (!(x->e = sf_cred_exec_new()))
+		return perr(p, -ENOMEM, "out of memory");
+	sf_cred_exec *e = x->e;
+	int rc = get_str(p, ex, "command", path, &e->command);
+	/* a command with a slash is a path, relative to the file (clientcmd) */
+	if (!rc && e->command && strchr(e->command, '/'))
+		rc = resolve(p, &e->command);
+	if (!rc)
+		rc = get_str(p, ex, "apiVersion", path, &e->api_version);
+	if (!rc)
+		rc = get_str(p, ex, "installHint", path, &e->install_hint);
+	if (!rc)
+		rc = get_bool(p, ex, "provideClusterInfo", path, &x->provide_cluster_info);
+	if (!rc)
+		rc = get_str(p, ex, "interactiveMode", path, &x->interactive_mode);
+	if (!rc)
+		rc = unknown_keys(p, ex, exec_keys, path, &x->unknown);
+	sf_jv args = SF_JV_NONE, env = SF_JV_NONE, v;
+	if (!rc)
+		rc = get_list(p, ex, "args", path, &args);
+	if (!rc && sf_jv_ok(args)) {
+		size_t n = sf_jv_len(args);
+		if (!(e->args = calloc(n ? n : 1, sizeof(char *))))
+			return perr(p, -ENOMEM, "out of memory");
+		sf_jv_iter it = sf_jv_iter_init(args);
+		for (size_t i = 0; !rc && sf_jv_next(&it, NULL, &v); i++) {
+			if (sf_jv_type(v) != SF_JSON_STRING)
+				return perr(p, -EINVAL, "%s.args[%zu]: expected a string, got %s",
+				            path, i, jv_kind(v));
+			if (!(e->args[e->nargs] = sf_jv_strdup(v)))
+				return perr(p, -ENOMEM, "out of memory");
+			e->nargs++;
+		}
+	}
+	if (!rc)
+		rc = get_list(p, ex, "env", path, &env);
+	if (!rc && sf_jv_ok(env)) {
+		size_t n = sf_jv_len(env);
+		if (!(e->env = calloc(n ? n : 1, sizeof(char *))))
+			return perr(p, -ENOMEM, "out of memory");
+		sf_jv_iter it = sf_jv_iter_init(env);
+		for (size_t i = 0; !rc && sf_jv_next(&it, NULL, &v); i++) {
+			char ep[96], *name = NULL, *val = NULL;
+			snprintf(ep, sizeof(ep), "%s.env[%zu]", path, i);
+			if (sf_jv_type(v) != SF_JSON_OBJECT)
+				return perr(p, -EINVAL, "%s: expected a mapping, got %s", ep,
+				            jv_kind(v));
+			rc = get_str(p, v, "name", ep, &name);
+			if (!rc && !name)
+				rc = perr(p, -EINVAL, "%s.name: missing", ep);
+			if (!rc && strchr(name, '='))
+				rc = perr(p, -EINVAL, "%s.name: contains '='", ep);
+			if (!rc && jv_is_null(sf_jv_get(v, "value")))
+				rc = perr(p, -EINVAL, "%s.value: missing", ep);
+			if (!rc)
+				rc = get_str(p, v, "value", ep, &val);
+			if (!rc && asprintf(&e->env[e->nenv], "%s=%s", name, val ? val : "") < 0)
+				rc = perr(p, -ENOMEM, "out of memory");
+			else if (!rc)
+				e->nenv++;
+			free(name);
+			free(val);
+		}
+	}
+	return rc;
+}
+
+static int parse_users(struct kc_parse *p, sf_jv root)
+{
+	sf_jv list;
+	int rc = get_list(p, root, "users", "", &list);
+	if (rc || !sf_jv_ok(list))
 		return rc;
 	size_t i = 0;
-	for (yaml_node_item_t *it = list->data.sequence.items.start;
-	     it < list->data.sequence.items.top; it++, i++) {
+	sf_jv_iter it = sf_jv_iter_init(list);
+	sf_jv item;
+	for (; sf_jv_next(&it, NULL, &item); i++) {
 		struct kc_user u = {.file = p->file, .index = i};
 		char path[64];
-		yaml_node_t *body = NULL;
-		rc = get_entry(p, yaml_document_get_node(p->doc, *it), "users", i, "user", &u.name,
-		               &body, path, sizeof(path));
-		if (!rc && body)
+		sf_jv body = SF_JV_NONE;
+		rc = get_entry(p, item, "users", i, "user", &u.name, &body, path, sizeof(path));
+		int b = !rc && sf_jv_ok(body);
+		if (b)
 			rc = get_path(p, body, "client-certificate", path, &u.cert_file);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_data(p, body, "client-certificate-data", path, &u.cert_data);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_path(p, body, "client-key", path, &u.key_file);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_data(p, body, "client-key-data", path, &u.key_data);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_str(p, body, "token", path, &u.token);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_path(p, body, "tokenFile", path, &u.token_file);
-		if (!rc && body) {
-			u.exec = !node_is_null(map_get(p, body, "exec"));
-			u.auth_provider = !node_is_null(map_get(p, body, "auth-provider"));
-		}
+		if (b && !rc)
+			rc = parse_exec(p, body, path, &u.exec);
+		for (size_t k = 0; b && !rc && !u.refused &&
+		                   k < sizeof(refused_user_keys) / sizeof(refused_user_keys[0]);
+		     k++)
+			if (jv_is_set(sf_jv_get(body, refused_user_keys[k].key)) &&
+			    asprintf(&u.refused, "field \"%s\" (%s)", refused_user_keys[k].key,
+			             refused_user_keys[k].why) < 0) {
+				u.refused = NULL;
+				rc = perr(p, -ENOMEM, "out of memory");
+			}
+		if (b && !rc)
+			rc = unknown_keys(p, body, user_keys, path, &u.unknown);
 		for (size_t j = 0; !rc && j < p->set->nusers; j++)
 			if (p->set->users[j].file == p->file &&
 			    strcmp(p->set->users[j].name, u.name) == 0)
@@ -730,26 +841,30 @@ static int parse_users(struct kc_parse *p, yaml_node_t *root)
 	return 0;
 }
 
-static int parse_contexts(struct kc_parse *p, yaml_node_t *root)
+static int parse_contexts(struct kc_parse *p, sf_jv root)
 {
-	yaml_node_t *list;
-	int rc = get_list(p, root, "contexts", &list);
-	if (rc || !list)
+	sf_jv list;
+	int rc = get_list(p, root, "contexts", "", &list);
+	if (rc || !sf_jv_ok(list))
 		return rc;
 	size_t i = 0;
-	for (yaml_node_item_t *it = list->data.sequence.items.start;
-	     it < list->data.sequence.items.top; it++, i++) {
+	sf_jv_iter it = sf_jv_iter_init(list);
+	sf_jv item;
+	for (; sf_jv_next(&it, NULL, &item); i++) {
 		struct kc_context c = {.file = p->file, .index = i};
 		char path[64];
-		yaml_node_t *body = NULL;
-		rc = get_entry(p, yaml_document_get_node(p->doc, *it), "contexts", i, "context",
-		               &c.name, &body, path, sizeof(path));
-		if (!rc && body)
+		sf_jv body = SF_JV_NONE;
+		rc = get_entry(p, item, "contexts", i, "context", &c.name, &body, path,
+		               sizeof(path));
+		int b = !rc && sf_jv_ok(body);
+		if (b)
 			rc = get_str(p, body, "cluster", path, &c.cluster);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_str(p, body, "user", path, &c.user);
-		if (!rc && body)
+		if (b && !rc)
 			rc = get_str(p, body, "namespace", path, &c.namespace);
+		if (b && !rc)
+			rc = unknown_keys(p, body, context_keys, path, &c.unknown);
 		for (size_t j = 0; !rc && j < p->set->ncontexts; j++)
 			if (p->set->contexts[j].file == p->file &&
 			    strcmp(p->set->contexts[j].name, c.name) == 0)
@@ -766,62 +881,71 @@ static int parse_contexts(struct kc_parse *p, yaml_node_t *root)
 	return 0;
 }
 
-static int yaml_error(yaml_parser_t *yp, const char *name, char *err, size_t errlen)
+/* The converter's "line L column C: problem" as "NAME:L:C: YAML syntax
+ * error: problem". */
+static int yaml_error(int rc, const char *msg, const char *name, char *err, size_t errlen)
 {
-	const char *problem = yp->problem ? yp->problem : "malformed document";
-	switch (yp->error) {
-	case YAML_MEMORY_ERROR: return oom(err, errlen);
-	case YAML_READER_ERROR:
-		return set_err(err, errlen, -EINVAL, "kubeconfig %s: byte offset %zu: %s", name,
-		               yp->problem_offset, problem);
-	default:
-		if (yp->context)
-			return set_err(
-			    err, errlen, -EINVAL,
-			    "kubeconfig %s:%zu:%zu: YAML syntax error: %s (%s at line %zu)", name,
-			    yp->problem_mark.line + 1, yp->problem_mark.column + 1, problem,
-			    yp->context, yp->context_mark.line + 1);
+	size_t line, col;
+	int n = 0;
+	if (rc == -ENOMEM)
+		return oom(err, errlen);
+	if (rc == -EBADMSG && sscanf(msg, "line %zu column %zu: %n", &line, &col, &n) == 2 && n)
 		return set_err(err, errlen, -EINVAL, "kubeconfig %s:%zu:%zu: YAML syntax error: %s",
-		               name, yp->problem_mark.line + 1, yp->problem_mark.column + 1,
-		               problem);
-	}
+		               name, line, col, msg + n);
+	return set_err(err, errlen, rc == -E2BIG ? -E2BIG : -EINVAL, "kubeconfig %s: %s", name,
+	               msg);
+}
+
+struct first_doc {
+	char *json;
+	size_t len;
+};
+
+static int keep_first(void *ud, size_t index, const char *json, size_t len)
+{
+	struct first_doc *d = ud;
+	(void)index;
+	d->json = strndup(json, len);
+	d->len = len;
+	return d->json ? 1 : -ENOMEM;
 }
 
 /* Reads the first document of text into set as file number set->nfiles. */
 static int parse_doc(struct kc_set *set, const char *text, size_t len, const char *name,
                      const char *base_dir, char *err, size_t errlen)
 {
-	yaml_parser_t yp;
-	yaml_document_t doc;
-	int have_doc = 0, rc = 0;
-	if (!yaml_parser_initialize(&yp))
-		return oom(err, errlen);
-	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&yp, &doc)) {
-		rc = yaml_error(&yp, name, err, errlen);
-		goto out;
+	struct first_doc d = {NULL, 0};
+	char yerr[256] = "";
+	int rc = sf_yaml_to_json(text, len, KC_MAX_FILE * 4, keep_first, &d, yerr, sizeof(yerr));
+	if (rc < 0) {
+		free(d.json);
+		return yaml_error(rc, yerr, name, err, errlen);
 	}
-	have_doc = 1;
 	if (grow((void **)&set->files, &set->capfiles, set->nfiles, sizeof(char *)) ||
 	    !(set->files[set->nfiles] = strdup(name))) {
-		rc = oom(err, errlen);
-		goto out;
+		free(d.json);
+		return oom(err, errlen);
 	}
-	struct kc_parse p = {.doc = &doc,
-	                     .name = name,
+	struct kc_parse p = {.name = name,
 	                     .base_dir = base_dir,
 	                     .set = set,
 	                     .file = set->nfiles++,
 	                     .err = err,
 	                     .errlen = errlen};
-	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	if (node_is_null(root))
+	rc = 0;
+	sf_jv root = d.json ? sf_jv_root(d.json, d.len) : SF_JV_NONE;
+	if (jv_is_null(root))
 		goto out; /* an empty file is an empty configuration, as in client-go */
-	if (root->type != YAML_MAPPING_NODE) {
-		rc = perr(&p, -EINVAL, "top level: expected a mapping, got %s", node_kind(root));
+	if (sf_jv_type(root) != SF_JSON_OBJECT) {
+		rc = perr(&p, -EINVAL, "top level: expected a mapping, got %s", jv_kind(root));
 		goto out;
 	}
-	rc = parse_clusters(&p, root);
+	char *unknown = NULL;
+	rc = unknown_keys(&p, root, top_keys, "", &unknown);
+	warn_unknown(unknown, name);
+	free(unknown);
+	if (!rc)
+		rc = parse_clusters(&p, root);
 	if (!rc)
 		rc = parse_users(&p, root);
 	if (!rc)
@@ -831,12 +955,9 @@ static int parse_doc(struct kc_set *set, const char *text, size_t len, const cha
 		set->current_file = p.file;
 	}
 out:
-	if (have_doc)
-		yaml_document_delete(&doc);
-	yaml_parser_delete(&yp);
+	free(d.json);
 	return rc;
 }
-
 /* --- the result ------------------------------------------------------------------- */
 
 static sf_kube_config *config_new(void)
@@ -845,40 +966,6 @@ static sf_kube_config *config_new(void)
 	if (c)
 		c->memfd[0] = c->memfd[1] = c->memfd[2] = -1;
 	return c;
-}
-
-/* Puts PEM bytes into an anonymous sealed memory file; *path is its
- * /proc/self/fd path. */
-static int make_memfd(const char *label, const struct kc_blob *b, int *fd_out, char **path)
-{
-	int rc = 0;
-	int fd = memfd_create(label, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
-	for (size_t off = 0; off < b->len;) {
-		ssize_t n = write(fd, b->data + off, b->len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n < 0 ? -errno : -EIO;
-			goto fail;
-		}
-		off += (size_t)n;
-	}
-	/* read-only from here on; failure to seal is harmless */
-	(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-	char buf[40];
-	snprintf(buf, sizeof(buf), "/proc/self/fd/%d", fd);
-	*path = strdup(buf);
-	if (!*path) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	*fd_out = fd;
-	return 0;
-fail:
-	close(fd);
-	return rc;
 }
 
 static int looks_like_pem(const struct kc_blob *b)
@@ -899,7 +986,7 @@ static int use_pem(sf_kube_config *c, int slot, const struct kc_blob *data, cons
 			    err, errlen, -EINVAL,
 			    "kubeconfig %s: %s.%s-data: not PEM (no \"-----BEGIN\" line)", fname,
 			    path, field);
-		rc = make_memfd(labels[slot], data, &c->memfd[slot], dst);
+		rc = sf_cred_memfd(labels[slot], data->data, data->len, &c->memfd[slot], dst);
 		if (rc)
 			return set_err(err, errlen, rc, "kubeconfig %s: %s.%s-data: memfd: %s",
 			               fname, path, field, strerror(-rc));
@@ -921,7 +1008,7 @@ static int normalize_server(const char *in, char **out, const char *fname, const
 {
 	char q[160];
 	const char *sep = strstr(in, "://");
-	if (has_ctl(in) || strpbrk(in, " "))
+	if (sf_cred_has_ctl(in) || strpbrk(in, " "))
 		return set_err(
 		    err, errlen, -EINVAL,
 		    "kubeconfig %s: %s.server %s: contains whitespace or control characters", fname,
@@ -981,7 +1068,7 @@ static int fill_cluster(sf_kube_config *c, const struct kc_cluster *cl, const ch
 		            "cluster", cl->name, "kubeconfig", fname, (char *)NULL);
 	}
 	if (cl->tls_server_name) {
-		if (has_ctl(cl->tls_server_name))
+		if (sf_cred_has_ctl(cl->tls_server_name))
 			return set_err(err, errlen, -EINVAL,
 			               "kubeconfig %s: %s.tls-server-name %s: contains control "
 			               "characters",
@@ -990,24 +1077,147 @@ static int fill_cluster(sf_kube_config *c, const struct kc_cluster *cl, const ch
 		if (!c->tls_server_name)
 			return oom(err, errlen);
 	}
+	if (cl->proxy_url) {
+		static const char *const schemes[] = {"http://", "https://", "socks5://",
+		                                      "socks5h://"};
+		int ok = 0;
+		for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]) && !ok; i++)
+			ok = strncasecmp(cl->proxy_url, schemes[i], strlen(schemes[i])) == 0 &&
+			     cl->proxy_url[strlen(schemes[i])] != '\0';
+		if (!ok || sf_cred_has_ctl(cl->proxy_url) || strchr(cl->proxy_url, ' '))
+			return set_err(err, errlen, -EINVAL,
+			               "kubeconfig %s: %s.proxy-url %s: expected a URL with scheme "
+			               "http, https, socks5 or socks5h and a host",
+			               fname, path, quote(q, sizeof(q), cl->proxy_url));
+		if (!(c->proxy_url = strdup(cl->proxy_url)))
+			return oom(err, errlen);
+	}
+	c->disable_compression = cl->disable_compression;
+	warn_unknown(cl->unknown, fname);
 	return 0;
 }
 
-static int fill_user(sf_kube_config *c, const struct kc_user *u, const char *fname, char *err,
-                     size_t errlen)
+/* KUBERNETES_EXEC_INFO: the ExecCredential the plugin is given, with the
+ * cluster when provideClusterInfo is set (client-go's Cluster fields). */
+static int exec_info(const sf_kube_config *c, const struct kc_cluster *cl, const char *version,
+                     int with_cluster, char **out)
+{
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	int rc = sf_buf_puts(&b, "{\"apiVersion\":");
+	rc |= sf_buf_put_json_str(&b, version, strlen(version));
+	rc |= sf_buf_puts(&b, ",\"kind\":\"ExecCredential\",\"spec\":{\"interactive\":false");
+	if (with_cluster) {
+		rc |= sf_buf_puts(&b, ",\"cluster\":{\"server\":");
+		rc |= sf_buf_put_json_str(&b, c->server, strlen(c->server));
+		if (c->tls_server_name) {
+			rc |= sf_buf_puts(&b, ",\"tls-server-name\":");
+			rc |=
+			    sf_buf_put_json_str(&b, c->tls_server_name, strlen(c->tls_server_name));
+		}
+		if (c->insecure_skip_tls_verify)
+			rc |= sf_buf_puts(&b, ",\"insecure-skip-tls-verify\":true");
+		sf_buf ca;
+		sf_buf_init(&ca, 0);
+		const void *cad = cl->ca_data.data;
+		size_t cal = cl->ca_data.len;
+		if (!cad && c->ca_file && read_all(c->ca_file, KC_MAX_FILE, &ca, NULL) == 0) {
+			cad = ca.data;
+			cal = ca.len;
+		}
+		if (cad) {
+			char *enc = sf_cred_b64_encode(cad, cal);
+			rc |= enc ? 0 : -ENOMEM;
+			rc |= sf_buf_puts(&b, ",\"certificate-authority-data\":");
+			rc |= sf_buf_put_json_str(&b, enc ? enc : "", enc ? strlen(enc) : 0);
+			free(enc);
+		}
+		sf_buf_free(&ca);
+		if (c->proxy_url) {
+			rc |= sf_buf_puts(&b, ",\"proxy-url\":");
+			rc |= sf_buf_put_json_str(&b, c->proxy_url, strlen(c->proxy_url));
+		}
+		if (c->disable_compression)
+			rc |= sf_buf_puts(&b, ",\"disable-compression\":true");
+		rc |= sf_buf_putc(&b, '}');
+	}
+	rc |= sf_buf_puts(&b, "}}");
+	if (rc || !(*out = sf_buf_detach(&b, NULL))) {
+		sf_buf_free(&b);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Checks the selected user's exec section and moves it into c. */
+static int use_exec(sf_kube_config *c, struct kc_user *u, const struct kc_cluster *cl,
+                    const char *fname, const char *path, char *err, size_t errlen)
+{
+	static const char v1[] = "client.authentication.k8s.io/v1",
+	                  v1beta1[] = "client.authentication.k8s.io/v1beta1";
+	struct kc_exec *x = &u->exec;
+	sf_cred_exec *e = x->e;
+	char q[80], q2[80];
+	quote(q2, sizeof(q2), u->name);
+	if (u->token || u->token_file || u->cert_file || u->cert_data.data)
+		return set_err(err, errlen, -EINVAL,
+		               "kubeconfig %s: %s (user %s): exec together with %s: use one "
+		               "source of credentials",
+		               fname, path, q2,
+		               u->token        ? "token"
+		               : u->token_file ? "tokenFile"
+		                               : "client-certificate");
+	if (!e->api_version || (strcmp(e->api_version, v1) && strcmp(e->api_version, v1beta1)))
+		return set_err(err, errlen, -EINVAL,
+		               "kubeconfig %s: %s.exec.apiVersion (user %s): %s is not supported "
+		               "(%s or %s)",
+		               fname, path, q2,
+		               e->api_version ? quote(q, sizeof(q), e->api_version) : "missing", v1,
+		               v1beta1);
+	if (!e->command)
+		return set_err(err, errlen, -EINVAL,
+		               "kubeconfig %s: %s.exec.command (user %s): missing", fname, path,
+		               q2);
+	const char *im = x->interactive_mode;
+	if (!im && strcmp(e->api_version, v1) == 0)
+		return set_err(
+		    err, errlen, -EINVAL,
+		    "kubeconfig %s: %s.exec.interactiveMode (user %s): missing (required "
+		    "by %s: Never or IfAvailable)",
+		    fname, path, q2, v1);
+	if (im && strcmp(im, "Always") == 0)
+		return set_err(
+		    err, errlen, -ENOTSUP,
+		    "kubeconfig %s: %s.exec.interactiveMode (user %s): \"Always\" needs a "
+		    "terminal, and steadfast is non-interactive (use Never or "
+		    "IfAvailable)",
+		    fname, path, q2);
+	if (im && strcmp(im, "Never") && strcmp(im, "IfAvailable"))
+		return set_err(err, errlen, -EINVAL,
+		               "kubeconfig %s: %s.exec.interactiveMode (user %s): %s is not one of "
+		               "Never, IfAvailable, Always",
+		               fname, path, q2, quote(q, sizeof(q), im));
+	if (exec_info(c, cl, e->api_version, x->provide_cluster_info, &e->exec_info) ||
+	    !(e->user = strdup(u->name)) || !(e->source = strdup(fname)))
+		return oom(err, errlen);
+	warn_unknown(x->unknown, fname);
+	c->exec = e;
+	x->e = NULL;
+	return 0;
+}
+
+static int fill_user(sf_kube_config *c, struct kc_user *u, const struct kc_cluster *cl,
+                     const char *fname, char *err, size_t errlen)
 {
 	char path[64], q[80];
 	snprintf(path, sizeof(path), "users[%zu].user", u->index);
-	if (u->exec)
+	if (u->refused)
 		return set_err(err, errlen, -ENOTSUP,
-		               "kubeconfig %s: %s.exec (user %s): exec credential plugins are not "
-		               "supported",
-		               fname, path, quote(q, sizeof(q), u->name));
-	if (u->auth_provider)
-		return set_err(err, errlen, -ENOTSUP,
-		               "kubeconfig %s: %s.auth-provider (user %s): auth-provider plugins "
-		               "are not supported",
-		               fname, path, quote(q, sizeof(q), u->name));
+		               "kubeconfig %s: %s (user %s): %s is not supported", fname, path,
+		               quote(q, sizeof(q), u->name), u->refused);
+	warn_unknown(u->unknown, fname);
+	if (u->exec.set)
+		return use_exec(c, u, cl, fname, path, err, errlen);
 	int have_cert = u->cert_data.data || u->cert_file;
 	int have_key = u->key_data.data || u->key_file;
 	if (have_cert != have_key)
@@ -1023,7 +1233,7 @@ static int fill_user(sf_kube_config *c, const struct kc_user *u, const char *fna
 	if (rc)
 		return rc;
 	if (u->token) { /* token wins over tokenFile, as in client-go */
-		if (has_ctl(u->token))
+		if (sf_cred_has_ctl(u->token))
 			return set_err(err, errlen, -EINVAL,
 			               "kubeconfig %s: %s.token: contains control characters",
 			               fname, path);
@@ -1088,16 +1298,17 @@ static int build(struct kc_set *s, const char *context, const char *source, sf_k
 		return oom(err, errlen);
 	rc = fill_cluster(c, cl, s->files[cl->file], err, errlen);
 	if (!rc && u)
-		rc = fill_user(c, u, s->files[u->file], err, errlen);
+		rc = fill_user(c, u, cl, s->files[u->file], err, errlen);
 	if (rc)
 		goto fail;
-	if (ctx->namespace && has_ctl(ctx->namespace)) {
+	if (ctx->namespace && sf_cred_has_ctl(ctx->namespace)) {
 		rc = set_err(err, errlen, -EINVAL,
 		             "kubeconfig %s: contexts[%zu].context.namespace: contains control "
 		             "characters",
 		             cf, ctx->index);
 		goto fail;
 	}
+	warn_unknown(ctx->unknown, cf);
 	c->namespace = strdup(ctx->namespace ? ctx->namespace : "default");
 	c->context = strdup(name);
 	c->source = strdup(source);
@@ -1257,7 +1468,7 @@ int sf_kube_config_load(const char *explicit_path, const char *context, sf_kube_
 static char *in_cluster_namespace(const char *dir)
 {
 	const char *env = getenv("POD_NAMESPACE");
-	if (env && *env && !has_ctl(env))
+	if (env && *env && !sf_cred_has_ctl(env))
 		return strdup(env);
 	char *path = join_path(dir, "namespace");
 	if (!path)
@@ -1265,8 +1476,8 @@ static char *in_cluster_namespace(const char *dir)
 	sf_buf b;
 	char *ns = NULL;
 	if (read_all(path, 4096, &b, NULL) == 0) {
-		trim(b.data);
-		if (b.data[0] && !has_ctl(b.data))
+		sf_cred_trim(b.data);
+		if (b.data[0] && !sf_cred_has_ctl(b.data))
 			ns = strdup(b.data);
 		sf_buf_free(&b);
 	}
@@ -1284,7 +1495,8 @@ int sf_kube_config_in_cluster(const char *sa_dir, sf_kube_config **out, char *er
 		return set_err(err, errlen, -ENOENT,
 		               "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
 		               "must be set");
-	if (has_ctl(host) || strpbrk(host, " /") || has_ctl(port) || strpbrk(port, " /"))
+	if (sf_cred_has_ctl(host) || strpbrk(host, " /") || sf_cred_has_ctl(port) ||
+	    strpbrk(port, " /"))
 		return set_err(err, errlen, -EINVAL,
 		               "in-cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT: "
 		               "invalid value");
@@ -1337,80 +1549,44 @@ fail:
 
 const char *sf_kube_config_token(sf_kube_config *c, int *err_out)
 {
-	int rc = 0, fd = -1;
-	sf_buf b;
-	sf_buf_init(&b, KC_MAX_TOKEN);
-	if (c->token || !c->token_file)
-		goto out;
-	int64_t now = sf_mono_ns();
-	/* Until a first good read there is no rate limit, so that the error
-	 * keeps being reported. */
-	if (c->token_cache && c->token_checked_ns && now - c->token_checked_ns < SF_NSEC_PER_SEC)
-		goto out;
-	c->token_checked_ns = now ? now : 1;
-	fd = open(c->token_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
+	int rc = 0;
+	if (c->exec) {
+		char msg[512];
+		rc = sf_cred_exec_refresh(c->exec, msg, sizeof(msg));
+		if (err_out)
+			*err_out = rc;
+		return c->exec->valid ? c->exec->token : NULL;
 	}
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		rc = -errno;
-		goto out;
+	if (!c->token && c->token_file) {
+		sf_cred_token_file tf = {c->token_file, &c->token_cache, &c->token_mtime_ns,
+		                         &c->token_size, &c->token_checked_ns};
+		rc = sf_cred_token_file_read(&tf);
 	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		goto out;
-	}
-	int64_t mtime = (int64_t)st.st_mtim.tv_sec * SF_NSEC_PER_SEC + st.st_mtim.tv_nsec;
-	if (c->token_cache && mtime == c->token_mtime_ns && (int64_t)st.st_size == c->token_size)
-		goto out;
-	char chunk[4096];
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		rc = sf_buf_append(&b, chunk, (size_t)n);
-		if (rc)
-			goto out;
-	}
-	if (!b.data || memchr(b.data, '\0', b.len)) {
-		rc = b.data ? -EINVAL : -ENODATA;
-		goto out;
-	}
-	trim(b.data);
-	if (!b.data[0]) {
-		rc = -ENODATA;
-		goto out;
-	}
-	if (has_ctl(b.data)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	char *tok = strdup(b.data);
-	if (!tok) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	free(c->token_cache);
-	c->token_cache = tok;
-	c->token_mtime_ns = mtime;
-	c->token_size = (int64_t)st.st_size;
-out:
-	if (fd >= 0)
-		close(fd);
-	sf_buf_free(&b);
 	if (err_out)
 		*err_out = rc;
 	if (c->token)
 		return c->token;
 	return c->token_file ? c->token_cache : NULL;
+}
+
+int sf_kube_config_auth(sf_kube_config *c, const char **token, char *err, size_t errlen)
+{
+	*token = NULL;
+	if (c->exec) {
+		int rc = sf_cred_exec_refresh(c->exec, err, errlen);
+		if (rc)
+			return rc;
+		*token = c->exec->token;
+		return 0;
+	}
+	*token = sf_kube_config_token(c, NULL);
+	return 0;
+}
+
+void sf_kube_config_unauthorized(sf_kube_config *c)
+{
+	if (c && c->exec)
+		sf_cred_exec_invalidate(c->exec);
 }
 
 void sf_kube_config_free(sf_kube_config *c)
@@ -1424,6 +1600,8 @@ void sf_kube_config_free(sf_kube_config *c)
 	free(c->token);
 	free(c->token_file);
 	free(c->tls_server_name);
+	free(c->proxy_url);
+	sf_cred_exec_free(c->exec);
 	free(c->namespace);
 	free(c->context);
 	free(c->source);

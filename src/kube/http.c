@@ -63,9 +63,9 @@ struct sf_http {
 	CURLM *multi;
 	uv_timer_t timer; /* curl's timeout */
 	uv_timer_t defer; /* deferred completions */
-	char *ca_file, *cert_file, *key_file, *tls_server_name, *connect_to_str;
+	char *ca_file, *cert_file, *key_file, *proxy, *connect_to_str;
 	struct curl_slist *connect_to;
-	int insecure, http1_only;
+	int insecure, http1_only, no_compression;
 	long connect_timeout_ms;
 	sf_http_req *reqs;
 	sf_http_req *deferred;
@@ -473,6 +473,7 @@ int sf_http_new(uv_loop_t *loop, const sf_http_opts *opts, sf_http **out)
 	h->loop = loop;
 	h->insecure = opts && opts->insecure;
 	h->http1_only = opts && opts->http1_only;
+	h->no_compression = opts && opts->no_compression;
 	h->connect_timeout_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
 	h->user_timeout_ms = opts && opts->tcp_user_timeout_ms ? opts->tcp_user_timeout_ms : 30000;
 	h->max_age_s = opts && opts->max_conn_age_s > 0 ? opts->max_conn_age_s : 600;
@@ -482,7 +483,7 @@ int sf_http_new(uv_loop_t *loop, const sf_http_opts *opts, sf_http **out)
 	h->ca_file = DUP(ca_file);
 	h->cert_file = DUP(cert_file);
 	h->key_file = DUP(key_file);
-	h->tls_server_name = DUP(tls_server_name);
+	h->proxy = DUP(proxy);
 	h->connect_to_str = DUP(connect_to);
 #undef DUP
 	if (h->connect_to_str)
@@ -506,7 +507,7 @@ fail:
 	free(h->ca_file);
 	free(h->cert_file);
 	free(h->key_file);
-	free(h->tls_server_name);
+	free(h->proxy);
 	free(h->connect_to_str);
 	curl_slist_free_all(h->connect_to);
 	free(h);
@@ -570,7 +571,17 @@ int sf_http_start(sf_http *h, const sf_http_request *rq, sf_http_req **out)
 	curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN, h->max_age_s);
 	if (rq->fresh_connection)
 		curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	if (!h->no_compression)
+		curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	/* TLS 1.2 at least, as client-go (and the API server's default) */
+	curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	if (h->proxy) {
+		curl_easy_setopt(e, CURLOPT_PROXY, h->proxy);
+		/* an https:// proxy is verified against the same CA bundle */
+		if (h->ca_file)
+			curl_easy_setopt(e, CURLOPT_PROXY_CAINFO, h->ca_file);
+		curl_easy_setopt(e, CURLOPT_PROXY_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	}
 	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
 	                 h->http1_only ? (long)CURL_HTTP_VERSION_1_1
@@ -646,6 +657,21 @@ void sf_http_req_fail(sf_http_req *r, int err, const char *msg)
 	snprintf(r->stream_msg, sizeof(r->stream_msg), "%s", msg ? msg : "");
 }
 
+int sf_http_set_client_cert(sf_http *h, const char *cert_file, const char *key_file)
+{
+	char *c = cert_file ? strdup(cert_file) : NULL, *k = key_file ? strdup(key_file) : NULL;
+	if ((cert_file && !c) || (key_file && !k)) {
+		free(c);
+		free(k);
+		return -ENOMEM;
+	}
+	free(h->cert_file);
+	free(h->key_file);
+	h->cert_file = c;
+	h->key_file = k;
+	return 0;
+}
+
 size_t sf_http_active(const sf_http *h)
 {
 	return h->active;
@@ -666,7 +692,7 @@ static void http_handle_released(sf_http *h)
 	free(h->ca_file);
 	free(h->cert_file);
 	free(h->key_file);
-	free(h->tls_server_name);
+	free(h->proxy);
 	free(h->connect_to_str);
 	curl_slist_free_all(h->connect_to);
 	free(h);

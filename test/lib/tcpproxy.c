@@ -19,6 +19,9 @@ struct tp_proxy {
 	conn *conns;
 	size_t n;
 	unsigned long accepted;
+	int connect_mode;
+	unsigned long connects;
+	char last_connect[256];
 };
 
 struct conn {
@@ -31,6 +34,9 @@ struct conn {
 	int cl_eof, up_eof; /* EOF read from that side */
 	int closing, nclosed;
 	conn *next, *prev;
+	int connect_mode; /* reading the CONNECT request into head */
+	char head[4096];
+	size_t head_len, head_end; /* bytes read, end of the request head */
 };
 
 typedef struct wreq {
@@ -163,6 +169,28 @@ static void stop_reading(conn *c)
 	uv_read_stop((uv_stream_t *)&c->up);
 }
 
+/* Writes a copy of p[0..n) to s. */
+static int write_copy(conn *c, uv_stream_t *s, const char *p, size_t n)
+{
+	wreq *w = malloc(sizeof(*w));
+	char *b = malloc(n ? n : 1);
+	if (!w || !b) {
+		free(w);
+		free(b);
+		return UV_ENOMEM;
+	}
+	memcpy(b, p, n);
+	w->base = b;
+	w->req.data = c;
+	uv_buf_t out = uv_buf_init(b, (unsigned)n);
+	int rc = uv_write(&w->req, s, &out, 1, on_written);
+	if (rc) {
+		free(b);
+		free(w);
+	}
+	return rc;
+}
+
 static void on_connected(uv_connect_t *req, int status)
 {
 	conn *c = req->data;
@@ -174,7 +202,58 @@ static void on_connected(uv_connect_t *req, int status)
 		return;
 	}
 	c->connected = 1;
+	if (c->connect_mode) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		c->connect_mode = 0;
+		if (write_copy(c, (uv_stream_t *)&c->cl, ok, sizeof(ok) - 1) ||
+		    (c->head_len > c->head_end &&
+		     write_copy(c, (uv_stream_t *)&c->up, c->head + c->head_end,
+		                c->head_len - c->head_end))) {
+			conn_close(c, 0);
+			return;
+		}
+	}
 	start_reading(c);
+}
+
+static void connect_up(conn *c);
+
+/* CONNECT mode: collects the request head, then connects upstream. */
+static void on_read_head(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+	conn *c = s->data;
+	tp_proxy *p = c->p;
+	if (nread <= 0 || c->closing) {
+		free(b->base);
+		if (nread < 0)
+			conn_close(c, 0);
+		return;
+	}
+	size_t room = sizeof(c->head) - 1 - c->head_len;
+	size_t n = (size_t)nread < room ? (size_t)nread : room;
+	memcpy(c->head + c->head_len, b->base, n);
+	c->head_len += n;
+	c->head[c->head_len] = '\0';
+	free(b->base);
+	char *end = strstr(c->head, "\r\n\r\n");
+	if (!end) {
+		if (c->head_len == sizeof(c->head) - 1)
+			conn_close(c, 0);
+		return;
+	}
+	uv_read_stop(s);
+	c->head_end = (size_t)(end - c->head) + 4;
+	char target[256];
+	if (sscanf(c->head, "CONNECT %255s HTTP/1.", target) != 1) {
+		static const char bad[] = "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: "
+		                          "0\r\nConnection: close\r\n\r\n";
+		write_copy(c, (uv_stream_t *)&c->cl, bad, sizeof(bad) - 1);
+		conn_close(c, 0);
+		return;
+	}
+	snprintf(p->last_connect, sizeof(p->last_connect), "%s", target);
+	p->connects++;
+	connect_up(c);
 }
 
 static void connect_up(conn *c)
@@ -210,6 +289,12 @@ static void on_conn(uv_stream_t *server, int status)
 	p->accepted++;
 	uv_tcp_nodelay(&c->cl, 1);
 	uv_tcp_nodelay(&c->up, 1);
+	if (p->connect_mode) {
+		c->connect_mode = 1;
+		if (uv_read_start((uv_stream_t *)&c->cl, on_alloc, on_read_head) != 0)
+			conn_close(c, 0);
+		return;
+	}
 	if (!p->bh)
 		connect_up(c); /* in blackhole mode: when it ends */
 }
@@ -307,6 +392,21 @@ size_t tp_nconns(const tp_proxy *p)
 unsigned long tp_accepted(const tp_proxy *p)
 {
 	return p->accepted;
+}
+
+void tp_connect_mode(tp_proxy *p, int on)
+{
+	p->connect_mode = on ? 1 : 0;
+}
+
+unsigned long tp_connects(const tp_proxy *p)
+{
+	return p->connects;
+}
+
+const char *tp_last_connect(const tp_proxy *p)
+{
+	return p->last_connect;
 }
 
 void tp_close(tp_proxy *p)

@@ -6,7 +6,10 @@
  * for byte, so TLS stays end to end. It can be switched to blackhole mode
  * (nothing is forwarded in either direction, connections stay open, no
  * RST: a network partition as the two ends see it) and back, and can reset
- * every connection it carries.
+ * every connection it carries. In CONNECT mode it is an HTTP forward proxy
+ * as kubeconfig's proxy-url expects: each connection must start with
+ * "CONNECT host:port HTTP/1.1", answered 200, then bytes flow to the
+ * upstream (whatever host:port asked for; the request is recorded).
  */
 #ifndef STEADFAST_TEST_TCPPROXY_H
 #define STEADFAST_TEST_TCPPROXY_H
@@ -39,6 +42,13 @@ void tp_reset(tp_proxy *p);
 /* Connections open now, and accepted since the start. */
 size_t tp_nconns(const tp_proxy *p);
 unsigned long tp_accepted(const tp_proxy *p);
+
+/* CONNECT mode for connections accepted from now on (on = 1). */
+void tp_connect_mode(tp_proxy *p, int on);
+/* CONNECT requests answered so far, and the target of the last one
+ * ("host:port", "" if none). */
+unsigned long tp_connects(const tp_proxy *p);
+const char *tp_last_connect(const tp_proxy *p);
 
 /* Closes the listener and every connection; the memory goes when the loop
  * has run the close callbacks (run the loop dry before closing it). */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "steadfast/config.h"
+#include "steadfast/credentials.h"
 #include "steadfast/log.h"
 
 #define assert_has(s, sub) cr_assert(strstr((s), (sub)) != NULL, "expected '%s' in: %s", (sub), (s))
@@ -206,7 +207,7 @@ static const char *simple_config(const char *cluster_extra, const char *user_ext
 	           "users:\n"
 	           "- name: u1\n"
 	           "  user:\n"
-	           "    username: ignored\n"
+	           "    extensions: [{name: informational, extension: {}}]\n"
 	           "%s"
 	           "contexts:\n"
 	           "- name: dev\n"
@@ -558,7 +559,8 @@ Test(config, error_yaml_syntax)
 
 Test(config, error_invalid_utf8)
 {
-	expect_error("current-context: \x80\x81\n", NULL, -EINVAL, "byte offset", NULL);
+	expect_error("current-context: \x80\x81\n", NULL, -EINVAL, "config:1:18:", "UTF-8",
+	             "byte 17", NULL);
 }
 
 Test(config, error_missing_server)
@@ -650,7 +652,7 @@ Test(config, error_missing_referenced_file)
 	             "certificate-authority", strerror(EISDIR), NULL);
 }
 
-Test(config, error_exec_plugin)
+Test(config, error_exec_plugin_and_auth_provider)
 {
 	expect_error("current-context: dev\n"
 	             "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
@@ -661,8 +663,8 @@ Test(config, error_exec_plugin)
 	             "      apiVersion: client.authentication.k8s.io/v1\n"
 	             "      command: aws\n"
 	             "contexts: [{name: dev, context: {cluster: c, user: bob}}]\n",
-	             NULL, -ENOTSUP, "exec credential plugins are not supported", "\"bob\"",
-	             "users[0].user.exec", NULL);
+	             NULL, -EINVAL, "users[0].user.exec.interactiveMode", "\"bob\"", "missing",
+	             NULL);
 	expect_error("current-context: dev\n"
 	             "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
 	             "users: [{name: g, user: {auth-provider: {name: gcp}}}]\n"
@@ -714,7 +716,8 @@ Test(config, error_not_a_mapping)
 	expect_error("clusters: [{name: c, cluster: [1]}]\n", NULL, -EINVAL,
 	             "clusters[0].cluster: expected a mapping", NULL);
 	/* a list that contains itself through an alias */
-	expect_error("clusters: &a [*a]\n", NULL, -EINVAL, "clusters[0]: expected a mapping", NULL);
+	expect_error("clusters: &a [*a]\n", NULL, -EINVAL, "anchor 'a' value contains itself",
+	             NULL);
 }
 
 Test(config, error_duplicate_name)
@@ -1003,4 +1006,334 @@ Test(config, token_file_empty_from_start)
 	cr_assert_str_eq(sf_kube_config_token(c, &e), "now-set");
 	cr_assert_eq(e, 0);
 	sf_kube_config_free(c);
+}
+
+/* --- fields we refuse, honour or ignore ------------------------------------------- */
+
+/* A config whose selected user "x" has the given user fields. */
+static const char *user_config(const char *user_fields)
+{
+	return fmt("current-context: dev\n"
+	           "clusters: [{name: c, cluster: {server: 'https://h:6443'}}]\n"
+	           "users:\n"
+	           "- name: other\n"
+	           "  user: {username: not-selected, password: never-read}\n"
+	           "- name: x\n"
+	           "  user:\n"
+	           "%s"
+	           "contexts: [{name: dev, context: {cluster: c, user: x}}]\n",
+	           user_fields);
+}
+
+Test(config, refused_user_fields)
+{
+	static const struct {
+		const char *yaml, *field, *why;
+	} cases[] = {
+	    {"    as: admin\n", "\"as\"", "impersonation"},
+	    {"    as-uid: \"1234\"\n", "\"as-uid\"", "impersonation"},
+	    {"    as-groups: [system:masters]\n", "\"as-groups\"", "impersonation"},
+	    {"    as-user-extra: {scopes: [a]}\n", "\"as-user-extra\"", "impersonation"},
+	    {"    username: alice\n", "\"username\"", "basic authentication"},
+	    {"    password: secret\n", "\"password\"", "basic authentication"},
+	    {"    auth-provider: {name: oidc}\n", "\"auth-provider\"", "auth-provider"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_error(user_config(fmt("    token: t\n%s", cases[i].yaml)), NULL, -ENOTSUP,
+		             "users[1].user", "user \"x\"", fmt("field %s", cases[i].field),
+		             cases[i].why, "is not supported", NULL);
+	/* empty values are unset, as in client-go */
+	const char *path =
+	    put("config", user_config("    token: t\n    as: ''\n    as-groups: []\n"));
+	sf_kube_config *c = NULL;
+	char err[512] = "";
+	cr_assert_eq(load1(path, NULL, &c, err, sizeof(err)), 0, "%s", err);
+	sf_kube_config_free(c);
+}
+
+Test(config, refused_cluster_and_context_fields)
+{
+	expect_error(
+	    "current-context: dev\n"
+	    "clusters: [{name: c, cluster: {server: 'https://h', proxy-url: 'ftp://p:1'}}]\n"
+	    "contexts: [{name: dev, context: {cluster: c}}]\n",
+	    NULL, -EINVAL, "clusters[0].cluster.proxy-url", "\"ftp://p:1\"", "http, https, socks5",
+	    NULL);
+	expect_error("current-context: dev\n"
+	             "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+	             "contexts: [{name: dev, context: {cluster: c, namespace: [a]}}]\n",
+	             NULL, -EINVAL, "contexts[0].context.namespace", "expected a string", NULL);
+}
+
+Test(config, unknown_fields_are_warned_and_ignored)
+{
+	const char *path = put("config", "current-context: dev\n"
+	                                 "clusters: [{name: c, cluster: {server: 'https://h', "
+	                                 "colour: blue}}]\n"
+	                                 "users: [{name: u, user: {token: t, flavour: x}}]\n"
+	                                 "contexts: [{name: dev, context: {cluster: c, user: u, "
+	                                 "mood: ok}}]\n");
+	sf_kube_config *c = NULL;
+	char err[512] = "";
+	cr_assert_eq(load1(path, NULL, &c, err, sizeof(err)), 0, "%s", err);
+	assert_has(log_lines, "unknown kubeconfig field ignored");
+	assert_has(log_lines, "clusters[0].cluster.colour");
+	assert_has(log_lines, "users[0].user.flavour");
+	assert_has(log_lines, "contexts[0].context.mood");
+	sf_kube_config_free(c);
+}
+
+Test(config, proxy_url_and_disable_compression)
+{
+	const char *path = put("config", "current-context: dev\n"
+	                                 "clusters: [{name: c, cluster: {server: 'https://h/pfx', "
+	                                 "proxy-url: 'http://127.0.0.1:3128', "
+	                                 "disable-compression: true}}]\n"
+	                                 "contexts: [{name: dev, context: {cluster: c}}]\n");
+	sf_kube_config *c = NULL;
+	char err[512] = "";
+	cr_assert_eq(load1(path, NULL, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(c->server, "https://h/pfx");
+	cr_assert_str_eq(c->proxy_url, "http://127.0.0.1:3128");
+	cr_assert_eq(c->disable_compression, 1);
+	sf_kube_config_free(c);
+}
+
+/* --- exec credential plugins ------------------------------------------------------ */
+
+/* An executable script at dir/rel. */
+static const char *put_script(const char *rel, const char *body)
+{
+	const char *p = put(rel, fmt("#!/bin/sh\n%s", body));
+	cr_assert_eq(chmod(p, 0700), 0);
+	return p;
+}
+
+static const char *exec_config(const char *exec_fields)
+{
+	return fmt("current-context: dev\n"
+	           "clusters: [{name: c, cluster: {server: 'https://h:6443', "
+	           "tls-server-name: api.internal}}]\n"
+	           "users:\n"
+	           "- name: plug\n"
+	           "  user:\n"
+	           "    exec:\n"
+	           "%s"
+	           "contexts: [{name: dev, context: {cluster: c, user: plug}}]\n",
+	           exec_fields);
+}
+
+static sf_kube_config *load_ok(const char *yaml)
+{
+	const char *path = put("config", yaml);
+	sf_kube_config *c = NULL;
+	char err[1024] = "";
+	cr_assert_eq(load1(path, NULL, &c, err, sizeof(err)), 0, "%s", err);
+	return c;
+}
+
+Test(config, exec_plugin_token_args_env_and_exec_info)
+{
+	put_script("plugin",
+	           "n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
+	           "echo $((n + 1)) > \"$0.count\"\n"
+	           "printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$0.info\"\n"
+	           "printf '%s %s' \"$1\" \"$PLUGIN_VAR\" > \"$0.args\"\n"
+	           "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+	           "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-'$((n + 1))'\"}}'\n");
+	sf_kube_config *c =
+	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./plugin\n"
+	                        "      args: [first]\n"
+	                        "      env: [{name: PLUGIN_VAR, value: v1}]\n"
+	                        "      interactiveMode: Never\n"
+	                        "      provideClusterInfo: true\n"));
+	cr_assert_not_null(c->exec);
+	int e = 0;
+	cr_assert_str_eq(sf_kube_config_token(c, &e), "tok-1");
+	cr_assert_eq(e, 0);
+	/* no expiry: cached */
+	cr_assert_str_eq(sf_kube_config_token(c, &e), "tok-1");
+	size_t len;
+	cr_assert_str_eq(slurp(tpath("plugin.count"), &len), "1\n");
+	cr_assert_str_eq(slurp(tpath("plugin.args"), &len), "first v1");
+	const char *info = slurp(tpath("plugin.info"), &len);
+	assert_has(info, "\"apiVersion\":\"client.authentication.k8s.io/v1\"");
+	assert_has(info, "\"kind\":\"ExecCredential\"");
+	assert_has(info, "\"interactive\":false");
+	assert_has(info, "\"server\":\"https://h:6443\"");
+	assert_has(info, "\"tls-server-name\":\"api.internal\"");
+	/* after a 401 the plugin runs again */
+	sf_kube_config_unauthorized(c);
+	cr_assert_str_eq(sf_kube_config_token(c, &e), "tok-2");
+	cr_assert_str_eq(slurp(tpath("plugin.count"), &len), "2\n");
+	sf_kube_config_free(c);
+}
+
+Test(config, exec_plugin_expiry_reruns)
+{
+	/* an expiry inside the refresh margin is "expired now": each use runs it */
+	put_script("plugin", "n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
+	                     "echo $((n + 1)) > \"$0.count\"\n"
+	                     "exp=$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%SZ)\n"
+	                     "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+	                     "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t'$n'\","
+	                     "\"expirationTimestamp\":\"'$exp'\"}}'\n");
+	sf_kube_config *c =
+	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1beta1\n"
+	                        "      command: ./plugin\n"));
+	cr_assert_str_eq(sf_kube_config_token(c, NULL), "t0");
+	cr_assert_str_eq(sf_kube_config_token(c, NULL), "t1");
+	size_t len;
+	cr_assert_str_eq(slurp(tpath("plugin.count"), &len), "2\n");
+	cr_assert_gt(c->exec->expiry_ns, 0);
+	sf_kube_config_free(c);
+}
+
+Test(config, exec_plugin_client_certificate)
+{
+	put_script("plugin", fmt("echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+	                         "\"kind\":\"ExecCredential\",\"status\":{"
+	                         "\"clientCertificateData\":\"%s\",\"clientKeyData\":\"%s\"}}'\n",
+	                         "-----BEGIN CERTIFICATE-----\\\\nMIIB\\\\n-----END "
+	                         "CERTIFICATE-----\\\\n",
+	                         "-----BEGIN EC PRIVATE KEY-----\\\\nMHcC\\\\n-----END EC PRIVATE "
+	                         "KEY-----\\\\n"));
+	sf_kube_config *c =
+	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./plugin\n"
+	                        "      interactiveMode: IfAvailable\n"));
+	char err[512] = "";
+	const char *tok = (const char *)1;
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err, sizeof(err)), 0, "%s", err);
+	cr_assert_null(tok);
+	size_t len;
+	cr_assert_not_null(c->exec->cert_path);
+	cr_assert_str_eq(slurp(c->exec->cert_path, &len),
+	                 "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+	assert_has(slurp(c->exec->key_path, &len), "BEGIN EC PRIVATE KEY");
+	sf_kube_config_free(c);
+}
+
+Test(config, exec_plugin_failures_are_clear)
+{
+	put_script("fails", "echo 'token expired: run login' >&2\necho second >&2\nexit 3\n");
+	sf_kube_config *c =
+	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./fails\n"
+	                        "      interactiveMode: Never\n"
+	                        "      installHint: 'install it from the wiki'\n"));
+	char err[1024] = "";
+	const char *tok;
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err, sizeof(err)), -EIO, "%s", err);
+	assert_has(err, "exec plugin");
+	assert_has(err, "fails");
+	assert_has(err, "user \"plug\"");
+	assert_has(err, "exit status 3");
+	assert_has(err, "token expired: run login");
+	assert_has(err, "install it from the wiki");
+	sf_kube_config_free(c);
+
+	c = load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./not-there\n"
+	                        "      interactiveMode: Never\n"
+	                        "      installHint: get not-there\n"));
+	cr_assert_lt(sf_kube_config_auth(c, &tok, err, sizeof(err)), 0);
+	assert_has(err, "not-there");
+	assert_has(err, "get not-there");
+	sf_kube_config_free(c);
+
+	put_script("wrongver", "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+	                       "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"x\"}}'\n");
+	c = load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./wrongver\n"
+	                        "      interactiveMode: Never\n"));
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err, sizeof(err)), -EINVAL, "%s", err);
+	assert_has(err, "client.authentication.k8s.io/v1beta1");
+	sf_kube_config_free(c);
+
+	put_script("notoken", "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+	                      "\"kind\":\"ExecCredential\",\"status\":{}}'\n");
+	c = load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./notoken\n"
+	                        "      interactiveMode: Never\n"));
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err, sizeof(err)), -EINVAL, "%s", err);
+	assert_has(err, "token");
+	sf_kube_config_free(c);
+}
+
+Test(config, exec_plugin_failure_is_not_rerun_at_once)
+{
+	put_script("fails", "n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
+	                    "echo $((n + 1)) > \"$0.count\"\necho broken >&2\nexit 1\n");
+	sf_kube_config *c =
+	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./fails\n"
+	                        "      interactiveMode: Never\n"));
+	char err1[1024] = "", err2[1024] = "";
+	const char *tok;
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err1, sizeof(err1)), -EIO);
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err2, sizeof(err2)), -EIO);
+	cr_assert_str_eq(err1, err2);
+	assert_has(err2, "broken");
+	size_t len;
+	cr_assert_str_eq(slurp(tpath("fails.count"), &len), "1\n",
+	                 "requests queued behind a failing plugin each ran it");
+	/* later it is tried again */
+	c->exec->fail_ns -= 2 * SF_CRED_EXEC_RETRY_MS * 1000000LL;
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err2, sizeof(err2)), -EIO);
+	cr_assert_str_eq(slurp(tpath("fails.count"), &len), "2\n");
+	sf_kube_config_free(c);
+}
+
+Test(config, exec_plugin_timeout)
+{
+	put_script("slow", "exec sleep 30\n");
+	sf_kube_config *c =
+	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./slow\n"
+	                        "      interactiveMode: Never\n"));
+	c->exec->timeout_ms = 300;
+	char err[1024] = "";
+	const char *tok;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	cr_assert_eq(sf_kube_config_auth(c, &tok, err, sizeof(err)), -ETIMEDOUT, "%s", err);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	cr_assert_lt(s, 5.0, "the plugin was not stopped at its time limit (%.1f s)", s);
+	assert_has(err, "slow");
+	assert_has(err, "did not finish");
+	sf_kube_config_free(c);
+}
+
+Test(config, exec_plugin_config_errors)
+{
+	expect_error(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                         "      command: x\n"
+	                         "      interactiveMode: Always\n"),
+	             NULL, -ENOTSUP, "users[0].user.exec.interactiveMode", "\"Always\"",
+	             "non-interactive", NULL);
+	expect_error(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                         "      command: x\n"
+	                         "      interactiveMode: Sometimes\n"),
+	             NULL, -EINVAL, "users[0].user.exec.interactiveMode", "\"Sometimes\"", NULL);
+	expect_error(exec_config("      apiVersion: client.authentication.k8s.io/v1alpha1\n"
+	                         "      command: x\n"),
+	             NULL, -EINVAL, "users[0].user.exec.apiVersion",
+	             "client.authentication.k8s.io/v1alpha1", NULL);
+	expect_error(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                         "      interactiveMode: Never\n"),
+	             NULL, -EINVAL, "users[0].user.exec.command", "missing", NULL);
+	expect_error(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                         "      command: x\n"
+	                         "      interactiveMode: Never\n"
+	                         "      env: [{name: A}]\n"),
+	             NULL, -EINVAL, "users[0].user.exec.env[0].value", NULL);
+	expect_error(fmt("current-context: dev\n"
+	                 "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+	                 "users: [{name: u, user: {token: t, exec: {command: x, interactiveMode: "
+	                 "Never, apiVersion: client.authentication.k8s.io/v1}}}]\n"
+	                 "contexts: [{name: dev, context: {cluster: c, user: u}}]\n"),
+	             NULL, -EINVAL, "users[0].user", "token", "exec", NULL);
 }

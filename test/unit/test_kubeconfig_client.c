@@ -1,0 +1,89 @@
+/*
+ * test_kubeconfig_client.c - what the client puts on the wire for the
+ * kubeconfig's connection settings, seen by a scripted local HTTP/1.1
+ * server: with tls-server-name the request keeps the server's path and its
+ * Host header (only the TLS name and the dialled address change; the real
+ * apiserver's side is in test/integration/test_kubeconfig.c), and
+ * disable-compression sends no Accept-Encoding.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fakesrv.h"
+#include "steadfast/client.h"
+#include "tl.h"
+
+#define OK_RESP                                                                                    \
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"           \
+	"{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"x\"}}"
+
+static void closed(void *ud)
+{
+	*(int *)ud = 1;
+}
+
+/* Runs one GET of namespace x with the given cluster fields; the request
+ * head the server saw is copied into head. */
+static void one_request(const char *cluster_fmt, char *head, size_t n)
+{
+	static const fake_resp script[] = {{OK_RESP, 0}};
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	fakesrv *srv = fakesrv_start(&loop, script, 1);
+	char cl[256], y[1024], err[256];
+	snprintf(cl, sizeof(cl), cluster_fmt, fakesrv_port(srv));
+	snprintf(y, sizeof(y),
+	         "current-context: c\nclusters:\n- name: c\n  cluster:\n%s"
+	         "users: [{name: u, user: {token: t}}]\n"
+	         "contexts: [{name: c, context: {cluster: c, user: u}}]\n",
+	         cl);
+	sf_kube_config *cfg = NULL;
+	cr_assert_eq(
+	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &cfg, err, sizeof(err)), 0,
+	    "%s", err);
+	sf_kube_client *c = NULL;
+	cr_assert_eq(sf_kube_client_new(&loop, cfg, NULL, &c), 0);
+	tl_res r = {0};
+	cr_assert_eq(sf_kube_get(c, &SF_GVR_NAMESPACES, NULL, "x", tl_res_cb, &r, NULL), 0);
+	tl_wait(&loop, &r, 5000);
+	cr_assert_eq(r.http_status, 200, "%d %s", r.err, r.errmsg);
+	tl_res_clear(&r);
+	cr_assert_eq(fakesrv_requests(srv), 1);
+	snprintf(head, n, "%s", fakesrv_request(srv, 0));
+	int done = 0;
+	sf_kube_client_close(c, closed, &done);
+	fakesrv_stop(srv);
+	cr_assert_eq(tl_run_until(&loop, &done, 5000), 0);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	sf_kube_config_free(cfg);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+Test(kubeconfig_client, tls_server_name_keeps_path_and_host)
+{
+	char head[4096], want[64];
+	one_request("    server: http://127.0.0.1:%d/prefix/\n    tls-server-name: api.example\n",
+	            head, sizeof(head));
+	cr_assert(strncmp(head, "GET /prefix/api/v1/namespaces/x HTTP/1.1\r\n", 42) == 0, "%s",
+	          head);
+	char *host = strcasestr(head, "\r\nHost: ");
+	cr_assert_not_null(host, "%s", head);
+	char *port = strstr(head, "127.0.0.1:");
+	cr_assert_not_null(port);
+	snprintf(want, sizeof(want), "\r\nHost: %.*s\r\n", (int)strcspn(port, "\r"), port);
+	cr_assert(strstr(head, want) != NULL, "Host is not the server's: %s", head);
+	cr_assert_null(strstr(head, "api.example"), "the TLS name leaked into the request: %s",
+	               head);
+	cr_assert(strstr(strstr(head, "Host:") + 5, "Host:") == NULL, "two Host headers: %s", head);
+}
+
+Test(kubeconfig_client, disable_compression)
+{
+	char head[4096];
+	one_request("    server: http://127.0.0.1:%d\n", head, sizeof(head));
+	cr_assert_not_null(strcasestr(head, "\r\nAccept-Encoding: "), "%s", head);
+	one_request("    server: http://127.0.0.1:%d\n    disable-compression: true\n", head,
+	            sizeof(head));
+	cr_assert_null(strcasestr(head, "\r\nAccept-Encoding: "), "%s", head);
+}
