@@ -1042,9 +1042,12 @@ static int list_query(sf_buf *q, const sf_kube_list_opts *o, int watch)
 		rc = sf_kube_query_add(q, "labelSelector", o->label_selector);
 	if (!rc && o->field_selector && *o->field_selector)
 		rc = sf_kube_query_add(q, "fieldSelector", o->field_selector);
-	if (!rc && o->resource_version && *o->resource_version)
+	/* a continue token carries its list's version: the server refuses
+	 * resourceVersion or resourceVersionMatch next to it */
+	int cont = !watch && o->continue_token && *o->continue_token;
+	if (!rc && !cont && o->resource_version && *o->resource_version)
 		rc = sf_kube_query_add(q, "resourceVersion", o->resource_version);
-	if (!rc && o->resource_version_match && *o->resource_version_match)
+	if (!rc && !cont && o->resource_version_match && *o->resource_version_match)
 		rc = sf_kube_query_add(q, "resourceVersionMatch", o->resource_version_match);
 	if (!watch) {
 		if (!rc && o->limit > 0) {
