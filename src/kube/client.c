@@ -755,6 +755,11 @@ static int call_send(sf_kube_call *k)
 	}
 	headers[nh++] = c->ua_header;
 	headers[nh++] = "Accept: application/json";
+	if (k->wd)
+		/* a WatchList answer may be gzip, one gzip stream per flush
+		 * (WatchListCompression); libcurl ends the transfer with a
+		 * write error at the second. Watches are asked for as is. */
+		headers[nh++] = "Accept-Encoding: identity";
 	char ct[128];
 	if (k->body) {
 		snprintf(ct, sizeof(ct), "Content-Type: %s",
