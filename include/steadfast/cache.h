@@ -186,7 +186,7 @@ typedef struct sf_reflector_opts {
 	long page_size;             /* LIST limit, 0 = 500, < 0 = unpaged */
 	/* Lists as a WatchList stream (watch=true&sendInitialEvents=true):
 	 * 0 = where the server allows it, falling back to LIST + WATCH for
-	 * good when it refuses (4xx) or ends the stream before the
+	 * good when it refuses (400/422) or ends the stream before the
 	 * initial-events-end bookmark; < 0 = LIST + WATCH only. */
 	int watch_list;
 	long watch_min_s;        /* watch timeoutSeconds in [min, max): 0 = 300 */

@@ -33,7 +33,7 @@
  * are not in order, so none is reported before it. Asked without a
  * resourceVersion the stream is a consistent read (the server takes the
  * current etcd revision), else not older than the version given. A
- * server that refuses it (4xx: the WatchList feature gate is off) or
+ * server that refuses it (400/422: the WatchList gate is off) or
  * ends the stream before the bookmark gets LIST + WATCH from then on.
  *
  * 410 Gone / Expired on a watch (HTTP status or an ERROR event with code
@@ -854,10 +854,11 @@ static void stream_done(sf_reflector *r, const sf_kube_result *res, refl_next ne
 		list_start(r);
 		return;
 	}
-	if (!res->err && res->http_status >= 400 && res->http_status < 500 &&
-	    !sf_kube_is_too_many_requests(res)) {
-		/* refused: the WatchList feature gate is off (422 Invalid,
-		 * "sendInitialEvents is forbidden"), or an older server */
+	if (!res->err && (res->http_status == 400 || res->http_status == 422)) {
+		/* the parameters refused: the WatchList feature gate is off
+		 * (422 Invalid, "sendInitialEvents is forbidden"), or an older
+		 * server; anything else (403, 404 of a CRD not served yet, 5xx)
+		 * a LIST would meet as well: retried */
 		watch_list_off(r, "refused by the server", res);
 		list_start(r);
 		return;

@@ -1643,3 +1643,32 @@ Test(reflector, watch_list_freshness_is_a_consistent_stream)
 	cr_assert_eq(f.synced_calls, 3);
 	rfx_close(&f);
 }
+
+/* Only a refusal of the parameters (400/422) turns WatchList off: a 404
+ * (a CRD not served yet) or a 5xx would meet a LIST as well, and is
+ * retried as a WatchList after the backoff. */
+Test(reflector, watch_list_errors_other_than_a_refusal_are_retried)
+{
+	static const fake_resp script[] = {
+	    {STATUS_RESP(404, "Not Found", "NotFound"), 0},
+	    {STATUS_RESP(503, "Service Unavailable", "ServiceUnavailable"), 0},
+	    {HDR EV("ADDED", CM("a", "ua", "5")) END_BOOKMARK("10"), 0},
+	    {NULL, 1},
+	};
+	rfx_watch_list = 1;
+	rfx f;
+	rfx_open(&f, script, 4, 0);
+	rfx_watch_list = 0;
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	run_to_request(&f, 4);
+	for (int i = 0; i < 3; i++)
+		req_has(&f, i, "sendInitialEvents=true");
+	req_has(&f, 3, "resourceVersion=10");
+	sf_reflector_stats st;
+	sf_reflector_stats_get(f.r, &st);
+	cr_assert_eq(st.watch_list_fallbacks, 0);
+	cr_assert_eq(st.backoffs, 2);
+	cr_assert_eq(st.watch_lists, 1);
+	cr_assert_eq(f.synced_calls, 1);
+	rfx_close(&f);
+}
