@@ -412,9 +412,16 @@ static int result_rv_unavailable(const sf_kube_result *res)
 {
 	if (res->err)
 		return 0;
-	return sf_kube_is_expired(res) ||
-	       (res->http_status == 504 &&
-	        status_rv_unavailable(sf_jv_root(res->body, res->body_len)));
+	if (sf_kube_is_expired(res))
+		return 1;
+	if (res->http_status != 504 || !res->body_len)
+		return 0;
+	/* the body is whatever answered (a proxy's text, too): validated first */
+	char err[64];
+	sf_obj *st = sf_obj_parse(res->body, res->body_len, err, sizeof(err));
+	int yes = st && status_rv_unavailable(sf_obj_root(st));
+	sf_obj_unref(st);
+	return yes;
 }
 
 /* The resourceVersion the next list asks for ("" = a quorum read). */
