@@ -6,6 +6,11 @@
  * for the given number of updates carrying spec.round and reports how long
  * the burst took to observe and the peak RSS. Prints the same JSON fields
  * as bench/informer-go so tools/bench.sh can compare them line by line.
+ *
+ * --list-mode picks how the informer syncs, for the LIST vs WatchList
+ * part: watch-list (the default: a WatchList stream), list (LIST from the
+ * watch cache, resourceVersion=0) or quorum (a paged LIST without
+ * resourceVersion, as a freshness wait asks for).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -96,6 +101,7 @@ int main(int argc, char **argv)
 	const char *kubeconfig = NULL, *group = "", *version = "v1", *resource = NULL, *ns = NULL;
 	long expect = 0, updates = 0, timeout_s = 600;
 	int strip = 0;
+	const char *mode = NULL;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		const char *k = argv[i], *v = argv[i + 1];
 		if (!strcmp(k, "--strip-managed-fields"))
@@ -116,6 +122,8 @@ int main(int argc, char **argv)
 			updates = atol(v);
 		else if (!strcmp(k, "--timeout"))
 			timeout_s = atol(v);
+		else if (!strcmp(k, "--list-mode"))
+			mode = v;
 		else {
 			fprintf(stderr, "unknown flag %s\n", k);
 			return 2;
@@ -141,11 +149,21 @@ int main(int argc, char **argv)
 	}
 	sf_gvr gvr = {group, version, resource, 1};
 	bench b = {.loop = &loop, .expect = expect, .updates = updates};
-	sf_informer_opts io = {.reflector = {.gvr = &gvr, .ns = ns, .strip_managed_fields = strip}};
+	int wl = !mode || !strcmp(mode, "watch-list");
+	if (mode && !wl && strcmp(mode, "list") && strcmp(mode, "quorum")) {
+		fprintf(stderr, "--list-mode: watch-list, list or quorum\n");
+		return 2;
+	}
+	sf_informer_opts io = {
+	    .reflector = {
+	        .gvr = &gvr, .ns = ns, .strip_managed_fields = strip, .watch_list = wl ? 0 : -1}};
 	if (sf_informer_new(&loop, c, &io, &b.inf)) {
 		fprintf(stderr, "informer failed\n");
 		return 1;
 	}
+	/* a freshness want before the start makes the first list a quorum read */
+	if (mode && !strcmp(mode, "quorum"))
+		sf_reflector_want_fresh(sf_informer_reflector(b.inf), 1);
 	sf_informer_handler h = {.on_update = on_update, .on_synced = on_synced};
 	sf_informer_add_handler(b.inf, &h, &b);
 	uv_timer_t to;
@@ -163,7 +181,11 @@ int main(int argc, char **argv)
 	struct mallinfo2 mi = mallinfo2();
 	fprintf(stderr, "malloc: arena %zu in use %zu free %zu mmap %zu\n", mi.arena, mi.uordblks,
 	        mi.fordblks, mi.hblkhd);
-	printf("{\"impl\":\"steadfast%s\",\"objects\":%zu,\"sync_s\":%.3f,\"updates\":%ld,\"burst_"
+	sf_reflector_stats rs;
+	sf_reflector_stats_get(sf_informer_reflector(b.inf), &rs);
+	printf("{\"list_mode\":\"%s\",\"watch_lists\":%lu,\"quorum_lists\":%lu,\"list_pages\":%lu,",
+	       mode ? mode : "watch-list", rs.watch_lists, rs.quorum_lists, rs.list_pages);
+	printf("\"impl\":\"steadfast%s\",\"objects\":%zu,\"sync_s\":%.3f,\"updates\":%ld,\"burst_"
 	       "s\":%.3f,"
 	       "\"peak_rss_kib_synced\":%ld,\"peak_rss_kib\":%ld,\"store_object_bytes\":%zu,"
 	       "\"store_overhead_bytes\":%zu}\n",

@@ -1,8 +1,9 @@
 /*
  * loader.c - creates and updates custom objects for the informer benchmark.
  *
- *   loader setup  NS COUNT   install the bench CRD, wait until it is served,
- *                            create the namespace and COUNT objects of ~1 KiB
+ *   loader setup  NS COUNT [BYTES]   install the bench CRD, wait until it is
+ *                            served, create the namespace and COUNT objects
+ *                            with a filler of BYTES (default 700: ~1 KiB each)
  *   loader update NS COUNT ROUND   merge-patch spec.round=ROUND into each
  *
  * Requests run 32 at a time without client-side rate limiting, so the
@@ -68,7 +69,7 @@ static void pad(char *out, size_t n)
 	out[n - 1] = '\0';
 }
 
-static int setup(run *x, const char *ns, long count)
+static int setup(run *x, const char *ns, long count, size_t filler_bytes)
 {
 	const char *crd =
 	    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
@@ -101,12 +102,14 @@ static int setup(run *x, const char *ns, long count)
 		uv_sleep(100);
 	}
 	x->failed = 0;
-	char filler[700];
-	pad(filler, sizeof(filler));
+	size_t cap = filler_bytes + 512;
+	char *filler = malloc(filler_bytes + 1), *body = malloc(cap);
+	if (!filler || !body)
+		return 1;
+	pad(filler, filler_bytes + 1);
 	long ok0 = x->ok;
 	for (long i = 0; i < count; i++) {
-		char body[1200];
-		snprintf(body, sizeof(body),
+		snprintf(body, cap,
 		         "{\"apiVersion\":\"" GROUP
 		         "/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w-%06ld\","
 		         "\"labels\":{\"app\":\"bench\",\"shard\":\"s%ld\"}},\"spec\":{\"size\":%"
@@ -122,6 +125,8 @@ static int setup(run *x, const char *ns, long count)
 			return 1;
 	}
 	drain(x, 0);
+	free(filler);
+	free(body);
 	fprintf(stderr, "loader: created %ld objects (%ld failed)\n", x->ok - ok0, x->failed);
 	return x->failed ? 1 : 0;
 }
@@ -153,7 +158,8 @@ static int update(run *x, const char *ns, long count, const char *round)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: loader setup NS COUNT | loader update NS COUNT ROUND\n");
+		fprintf(stderr,
+		        "usage: loader setup NS COUNT [BYTES] | loader update NS COUNT ROUND\n");
 		return 2;
 	}
 	char err[512];
@@ -169,7 +175,7 @@ int main(int argc, char **argv)
 		return 1;
 	long count = atol(argv[3]);
 	if (!strcmp(argv[1], "setup"))
-		return setup(&x, argv[2], count);
+		return setup(&x, argv[2], count, argc >= 5 ? (size_t)atol(argv[4]) : 700);
 	if (!strcmp(argv[1], "update") && argc >= 5)
 		return update(&x, argv[2], count, argv[4]);
 	fprintf(stderr, "loader: unknown command %s\n", argv[1]);

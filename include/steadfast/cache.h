@@ -12,10 +12,14 @@
  *                 end, so the handler sees ADD/UPDATE/DELETE deltas as with
  *                 DeltaFIFO.Replace, without holding two copies of the world.
  *   sf_reflector  Keeps a store in step with the API server on the libuv
- *                 loop: paged LIST, then WATCH from the list's
- *                 resourceVersion with bookmarks; re-watch when the server
- *                 ends the stream; full re-list on 410 Gone/Expired;
- *                 exponential backoff with jitter on other errors.
+ *                 loop: a WatchList stream (watch with sendInitialEvents)
+ *                 where the server allows it, else LIST then WATCH from
+ *                 the list's resourceVersion, with bookmarks; re-watch
+ *                 when the server ends the stream; re-list on 410
+ *                 Gone/Expired; exponential backoff with jitter on other
+ *                 errors. Only the lists a freshness wait asks for are
+ *                 quorum reads; the others may come from the API
+ *                 server's watch cache, as client-go's reflector does.
  *   sf_informer   A reflector and its store plus event handlers, and a
  *                 freshness wait ("until the cache has seen RV >= X").
  *
@@ -180,10 +184,15 @@ typedef struct sf_reflector_opts {
 	const char *label_selector; /* or NULL */
 	const char *field_selector; /* or NULL */
 	long page_size;             /* LIST limit, 0 = 500, < 0 = unpaged */
-	long watch_min_s;           /* watch timeoutSeconds in [min, max): 0 = 300 */
-	long watch_max_s;           /* 0 = 600 */
-	long backoff_initial_ms;    /* 0 = 800 */
-	long backoff_max_ms;        /* 0 = 30000 */
+	/* Lists as a WatchList stream (watch=true&sendInitialEvents=true):
+	 * 0 = where the server allows it, falling back to LIST + WATCH for
+	 * good when it refuses (400/422) or ends the stream before the
+	 * initial-events-end bookmark; < 0 = LIST + WATCH only. */
+	int watch_list;
+	long watch_min_s;        /* watch timeoutSeconds in [min, max): 0 = 300 */
+	long watch_max_s;        /* 0 = 600 */
+	long backoff_initial_ms; /* 0 = 800 */
+	long backoff_max_ms;     /* 0 = 30000 */
 	long backoff_reset_ms; /* a failure after this much calm restarts at initial; 0 = 120000 */
 	double backoff_jitter; /* delay += rand * jitter * delay; 0 = 1.0, < 0 = none */
 	const char *name;      /* for logs; NULL = resource name */
@@ -208,8 +217,11 @@ typedef struct sf_reflector_opts {
 } sf_reflector_opts;
 
 typedef struct sf_reflector_stats {
-	unsigned long lists;        /* complete (re)lists applied */
+	unsigned long lists;        /* complete (re)lists applied (LIST or WatchList) */
 	unsigned long list_pages;   /* LIST requests that succeeded */
+	unsigned long watch_lists;  /* of lists: WatchList streams up to their end bookmark */
+	unsigned long quorum_lists; /* of lists: consistent reads (no resourceVersion asked) */
+	unsigned long watch_list_fallbacks; /* WatchList refused: LIST + WATCH from then on */
 	unsigned long relists;      /* re-lists of a synced store (410 on the watch, forced) */
 	unsigned long watches;      /* WATCH requests started */
 	unsigned long events;       /* ADDED/MODIFIED/DELETED applied */
@@ -239,24 +251,27 @@ int sf_reflector_start(sf_reflector *r);
 void sf_reflector_stop(sf_reflector *r, void (*cb)(void *ud), void *ud);
 void sf_reflector_free(sf_reflector *r);
 
-/* 1 once the first list has been applied (stays 1 across relists). */
+/* 1 once the first list has been applied (stays 1 across relists); for a
+ * WatchList, once its initial-events-end bookmark has arrived. */
 int sf_reflector_synced(const sf_reflector *r);
 /* Newest resourceVersion seen ("" before the first list). */
 const char *sf_reflector_last_rv(const sf_reflector *r);
 void sf_reflector_stats_get(const sf_reflector *r, sf_reflector_stats *out);
-/* Forces a fresh (quorum) LIST now, replacing the store, then a new watch.
+/* Forces a fresh (quorum) list now, replacing the store, then a new watch.
  * -ESHUTDOWN when stopped. */
 int sf_reflector_relist(sf_reflector *r);
 /* Freshness by the clock rather than by resourceVersion (which is only
- * comparable within one resource): returns 1 when the last applied list
- * was asked for at or after since_ns (mono), else makes sure one will be -
+ * comparable within one resource): returns 1 when the last applied
+ * consistent list (a LIST or WatchList asked without a resourceVersion: a
+ * quorum read, never served from a watch cache's past) was asked for at
+ * or after since_ns (mono), else makes sure one will be -
  * a watching reflector re-lists now, a listing one lists again once the
  * list in flight is applied, one waiting out a backoff lists when the
  * backoff ends - and returns 0 (on_synced reports it). -ESHUTDOWN when
  * stopped. */
 int sf_reflector_want_fresh(sf_reflector *r, int64_t since_ns);
-/* When (mono ns) the first page of the last applied list was asked for; 0
- * before the first list. */
+/* When (mono ns) the first page of the last applied consistent list was
+ * asked for; 0 before the first. */
 int64_t sf_reflector_list_asked_ns(const sf_reflector *r);
 /* Test hook: ends the current watch and starts the next one from rv
  * (e.g. an old, compacted resourceVersion to provoke 410 Gone). */

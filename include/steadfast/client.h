@@ -178,7 +178,7 @@ typedef struct sf_kube_list_opts {
 	const char *field_selector;
 	long limit; /* 0 = no paging */
 	const char *continue_token;
-	const char *resource_version;       /* "" / NULL = quorum read */
+	const char *resource_version;       /* "" / NULL = quorum read; not sent with continue */
 	const char *resource_version_match; /* "NotOlderThan", "Exact" */
 	int fresh_connection;               /* on a new connection (not multiplexed) */
 	/* WATCH only */

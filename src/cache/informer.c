@@ -7,10 +7,13 @@
  * the freshness waits. A resourceVersion wait is released once the
  * reflector has applied a list and has seen a resourceVersion at or past
  * the one asked for (of the same resource: versions of different resources
- * are not comparable). A time wait is released once a list asked at or
- * after a moment has been applied: that is the leader's barrier ("my
- * cache of this resource is at least as new as my Lease write"), which
- * holds whatever etcd each resource lives in.
+ * are not comparable). A time wait is released once a consistent list (a
+ * LIST or WatchList asked without a resourceVersion: a quorum read, not an
+ * answer from the watch cache's past) asked at or after a moment has been
+ * applied: that is the leader's barrier ("my cache of this resource is at
+ * least as new as my Lease write"), which holds whatever etcd each
+ * resource lives in. With WatchList the informer is synced at the stream's
+ * initial-events-end bookmark, never before.
  */
 #include "steadfast/cache.h"
 

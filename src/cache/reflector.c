@@ -3,8 +3,8 @@
  *
  * A small state machine on the loop, after client-go's Reflector:
  *
- *   LIST    paged quorum LIST (limit, continue tokens), streamed into a store
- *           replace pass; the list's resourceVersion becomes the watch's
+ *   LIST    a LIST (limit, continue tokens) or a WatchList stream, into a
+ *           store replace pass; its resourceVersion becomes the watch's
  *           starting point. A 410 while paging (expired continue token)
  *           restarts the list from its first page.
  *   WATCH   from the newest resourceVersion with allowWatchBookmarks and a
@@ -13,9 +13,33 @@
  *           resourceVersion seen (events or bookmarks).
  *   WAIT    a backoff timer before retrying a failed list or watch.
  *
- * 410 Gone / Expired (HTTP status or an ERROR event with code 410) means
- * the resourceVersion is compacted away: the store is re-listed with a
- * replace pass, which emits deletes for objects that vanished meanwhile.
+ * Which version a list asks for (client-go's relistResourceVersion): a
+ * list that a freshness wait is waiting for, or one after a list was told
+ * its version is gone (410) or ahead of the server (504 "too large
+ * resource version"), is a quorum read (no resourceVersion): only that
+ * one reflects every write acknowledged before it was asked. Every other
+ * list may be answered from the API server's watch cache, sparing etcd:
+ * resourceVersion=0 for the first, resourceVersion=<newest seen> with
+ * resourceVersionMatch=NotOlderThan for a relist, unpaged (a watch cache
+ * serves whole lists; limit would send a legacy list to etcd) unless a
+ * first list came back in pages (no watch cache there). Continue pages
+ * carry only their token.
+ *
+ * WatchList (watch=true&sendInitialEvents=true&resourceVersionMatch=
+ * NotOlderThan): the server streams the current objects as ADDED events,
+ * then a BOOKMARK annotated k8s.io/initial-events-end, then carries on as
+ * a watch. The initial events go into the replace pass and the list is
+ * applied (deletes, synced, on_synced) at that bookmark; their versions
+ * are not in order, so none is reported before it. Asked without a
+ * resourceVersion the stream is a consistent read (the server takes the
+ * current etcd revision), else not older than the version given. A
+ * server that refuses it (400/422: the WatchList gate is off) or
+ * ends the stream before the bookmark gets LIST + WATCH from then on.
+ *
+ * 410 Gone / Expired on a watch (HTTP status or an ERROR event with code
+ * 410) means the resourceVersion is compacted away: the store is re-listed
+ * with a replace pass, which emits deletes for objects that vanished
+ * meanwhile.
  * Other failures back off exponentially (800 ms doubling to 30 s, plus up to
  * 100% jitter; the delay restarts at 800 ms after two calm minutes) and then
  * retry what failed. A malformed or truncated stream is logged as an error
@@ -66,6 +90,7 @@ struct sf_reflector {
 	const sf_gvr *gvr;
 	char *ns, *label_selector, *field_selector, *name;
 	long page_size;
+	int watch_list; /* WL_* */
 	long watch_min_s, watch_max_s;
 	long backoff_initial_ms, backoff_max_ms, backoff_reset_ms;
 	double jitter;
@@ -86,10 +111,16 @@ struct sf_reflector {
 
 	char *cont;              /* continue token of the list in progress */
 	int64_t list_begin_ns;   /* mono, first page of the list in progress asked */
-	int64_t applied_list_ns; /* mono, first page of the last applied list asked */
-	int64_t fresh_want_ns;   /* a list asked at or after this is wanted */
+	int64_t applied_list_ns; /* mono, the same of the last applied consistent list */
+	int64_t fresh_want_ns;   /* a consistent list asked at or after this is wanted */
 	int list_open;           /* a store replace pass is open */
+	int list_consistent;     /* the list in progress asked no resourceVersion */
+	int rv_unavailable;      /* a list's version was gone or too large: quorum next */
+	int paged_result;        /* a resourceVersion=0 list came in pages */
+	int streaming;           /* a WatchList before its end bookmark */
+	int unavailable_event;   /* it ended with an ERROR event saying so */
 	int synced;
+	char *list_rv;    /* what the list in progress asked for ("" = quorum) */
 	char *last_rv;    /* newest seen */
 	char *watch_rv;   /* next watch starts here */
 	char *rewatch_rv; /* test hook override for the next watch */
@@ -113,6 +144,9 @@ struct sf_reflector {
 
 	sf_reflector_stats stats;
 };
+
+/* watch_list */
+enum { WL_OFF = 0, WL_TRY };
 
 static void list_start(sf_reflector *r);
 static void watch_start(sf_reflector *r);
@@ -353,19 +387,78 @@ static int on_list_item(void *ud, sf_obj *item)
 	return stopping(r) || r->next != NEXT_NONE;
 }
 
+/* A Status (an HTTP error body or an ERROR event) saying that the
+ * resourceVersion asked for is not there: 410 Gone/Expired, or ahead of
+ * what the server has (client-go's isTooLargeResourceVersionError: a 504
+ * with cause ResourceVersionTooLarge, or older servers' message). */
+static int status_rv_unavailable(sf_jv st)
+{
+	int64_t code = 0;
+	sf_jv_int64(sf_jv_get(st, "code"), &code);
+	if (code == 410 || sf_jv_streq(sf_jv_get(st, "reason"), "Expired") ||
+	    sf_jv_streq(sf_jv_get(st, "reason"), "Gone"))
+		return 1;
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(st, "details.causes"));
+	sf_jv k, c;
+	while (sf_jv_next(&it, &k, &c))
+		if (sf_jv_streq(sf_jv_get(c, "reason"), "ResourceVersionTooLarge"))
+			return 1;
+	char msg[256] = "";
+	sf_jv_str(sf_jv_get(st, "message"), msg, sizeof(msg));
+	return code == 504 && strstr(msg, "Too large resource version") != NULL;
+}
+
+static int result_rv_unavailable(const sf_kube_result *res)
+{
+	if (res->err)
+		return 0;
+	if (sf_kube_is_expired(res))
+		return 1;
+	if (res->http_status != 504 || !res->body_len)
+		return 0;
+	/* the body is whatever answered (a proxy's text, too): validated first */
+	char err[64];
+	sf_obj *st = sf_obj_parse(res->body, res->body_len, err, sizeof(err));
+	int yes = st && status_rv_unavailable(sf_obj_root(st));
+	sf_obj_unref(st);
+	return yes;
+}
+
+/* The resourceVersion the next list asks for ("" = a quorum read). */
+static const char *choose_list_rv(const sf_reflector *r)
+{
+	if (r->rv_unavailable || r->fresh_want_ns > r->applied_list_ns)
+		return "";
+	if (!r->last_rv[0])
+		/* a WatchList has no "any version": client-go streams from "" */
+		return r->watch_list == WL_TRY ? "" : "0";
+	return r->last_rv;
+}
+
 static void list_finish(sf_reflector *r, const char *rv)
 {
 	size_t deleted = sf_store_replace_end(r->store);
+	int stream = r->streaming;
 	r->list_open = 0;
+	r->streaming = 0;
+	r->rv_unavailable = 0;
 	r->stats.lists++;
 	r->stats.deleted_on_relist += deleted;
+	if (stream)
+		r->stats.watch_lists++;
+	if (r->list_consistent) {
+		r->stats.quorum_lists++;
+		r->applied_list_ns = r->list_begin_ns;
+	}
 	set_str(&r->watch_rv, rv);
 	r->synced = 1;
-	r->applied_list_ns = r->list_begin_ns;
+	if (stream)
+		r->state = ST_WATCHING; /* the stream goes on as the watch */
 	char b1[24], b2[24];
 	sf_log_info(LOGGER, "list applied", "resource", r->name, "resourceVersion", rv, "objects",
 	            num(b1, (long long)sf_store_len(r->store)), "deleted",
-	            num(b2, (long long)deleted), NULL);
+	            num(b2, (long long)deleted), "via", stream ? "watch-list" : "list",
+	            "consistent", r->list_consistent ? "true" : "false", NULL);
 	advance_rv(r, rv);
 	if (stopping(r))
 		return;
@@ -373,7 +466,15 @@ static void list_finish(sf_reflector *r, const char *rv)
 		r->on_synced(r->ud);
 	if (stopping(r))
 		return;
-	if (r->next == NEXT_LIST || r->fresh_want_ns > r->applied_list_ns) {
+	int again = r->next == NEXT_LIST || r->fresh_want_ns > r->applied_list_ns;
+	if (stream) {
+		/* inside the stream's event callback: the stream ends first,
+		 * and on_watch_done lists (and counts the relist) */
+		if (again)
+			r->next = NEXT_LIST;
+		return;
+	}
+	if (again) {
 		/* a relist asked for during on_synced, or a list newer than
 		 * this one (sf_reflector_want_fresh: counted here, as the
 		 * forced relists are where they are asked for) */
@@ -385,6 +486,34 @@ static void list_finish(sf_reflector *r, const char *rv)
 	}
 	r->next = NEXT_NONE;
 	watch_start(r);
+}
+
+/* Ends a list pass that will not be applied. */
+static void list_abandon(sf_reflector *r)
+{
+	free(r->cont);
+	r->cont = NULL;
+	r->streaming = 0;
+	if (r->list_open) {
+		sf_store_replace_abort(r->store);
+		r->list_open = 0;
+	}
+}
+
+/* A list's version was not there (410, too large): a quorum list at
+ * once, with backoff if that keeps happening. */
+static void list_unavailable(sf_reflector *r, const char *what, const char *msg)
+{
+	r->stats.gone++;
+	r->rv_unavailable = 1;
+	sf_log_info(LOGGER, what, "resource", r->name, "resourceVersion", r->list_rv, "message",
+	            msg ? msg : "", NULL);
+	if (r->list_rv[0])
+		list_start(r); /* the quorum fallback: once per failed version */
+	else if (++r->gone_streak > 1)
+		backoff(r, NEXT_LIST);
+	else
+		list_start(r);
 }
 
 static void on_list_done(void *ud, const sf_kube_result *res)
@@ -407,6 +536,8 @@ static void on_list_done(void *ud, const sf_kube_result *res)
 	if (sf_kube_ok(res) && !res->err) {
 		r->stats.list_pages++;
 		if (res->list_continue && *res->list_continue) {
+			if (strcmp(r->list_rv, "0") == 0)
+				r->paged_result = 1; /* served by etcd: keep paging */
 			if (set_str(&r->cont, res->list_continue))
 				goto fail_local;
 			list_start(r);
@@ -417,21 +548,12 @@ static void on_list_done(void *ud, const sf_kube_result *res)
 		list_finish(r, res->list_rv ? res->list_rv : "");
 		return;
 	}
-	free(r->cont);
-	r->cont = NULL;
-	if (r->list_open) {
-		sf_store_replace_abort(r->store);
-		r->list_open = 0;
-	}
-	if (!res->err && sf_kube_is_expired(res)) {
-		/* the continue token (or its snapshot) expired: start over */
-		r->stats.gone++;
-		sf_log_info(LOGGER, "list page expired, listing again", "resource", r->name,
-		            "message", res->errmsg, NULL);
-		if (++r->gone_streak > 1)
-			backoff(r, NEXT_LIST);
-		else
-			list_start(r);
+	list_abandon(r);
+	if (result_rv_unavailable(res)) {
+		/* the version asked for, or the continue token's snapshot, is
+		 * gone (or not there yet): a quorum list from the first page */
+		list_unavailable(r, "list resourceVersion unavailable, listing from etcd",
+		                 res->errmsg);
 		return;
 	}
 	if (res->err == -EBADMSG || res->err == -E2BIG)
@@ -440,13 +562,12 @@ static void on_list_done(void *ud, const sf_kube_result *res)
 	backoff(r, NEXT_LIST);
 	return;
 fail_local:
-	if (r->list_open) {
-		sf_store_replace_abort(r->store);
-		r->list_open = 0;
-	}
+	list_abandon(r);
 	r->stats.errors++;
 	backoff(r, NEXT_LIST);
 }
+
+static void stream_start(sf_reflector *r);
 
 static void list_start(sf_reflector *r)
 {
@@ -457,13 +578,31 @@ static void list_start(sf_reflector *r)
 		dq_drop(r);
 		sf_store_replace_begin(r->store);
 		r->list_open = 1;
+		if (set_str(&r->list_rv, choose_list_rv(r))) {
+			list_abandon(r);
+			r->stats.errors++;
+			backoff(r, NEXT_LIST);
+			return;
+		}
+		r->list_consistent = !r->list_rv[0];
+		if (r->watch_list == WL_TRY) {
+			stream_start(r);
+			return;
+		}
 	}
+	/* Continue pages carry only their token. A list from a watch cache
+	 * is unpaged (resourceVersion=0 ignores limit there; with a version
+	 * and a limit a legacy server goes to etcd), unless a first list came
+	 * in pages: then there is no watch cache to spare. */
+	int from_cache = r->list_rv[0] && strcmp(r->list_rv, "0") != 0;
+	int paged = r->page_size > 0 && (r->cont || !from_cache || r->paged_result);
 	sf_kube_list_opts o = {
 	    .label_selector = r->label_selector,
 	    .field_selector = r->field_selector,
-	    .limit = r->page_size > 0 ? r->page_size : 0,
+	    .limit = paged ? r->page_size : 0,
 	    .continue_token = r->cont,
-	    .resource_version = "", /* quorum read: never older than the last write */
+	    .resource_version = r->cont ? "" : r->list_rv,
+	    .resource_version_match = !r->cont && from_cache ? "NotOlderThan" : NULL,
 	};
 	r->state = ST_LISTING;
 	int rc =
@@ -478,10 +617,7 @@ static void list_start(sf_reflector *r)
 		r->stats.errors++;
 		sf_log_error(LOGGER, "cannot start list", "resource", r->name, "errno", num(b, rc),
 		             NULL);
-		free(r->cont);
-		r->cont = NULL;
-		sf_store_replace_abort(r->store);
-		r->list_open = 0;
+		list_abandon(r);
 		backoff(r, NEXT_LIST);
 	}
 }
@@ -497,7 +633,16 @@ static void watch_error_event(sf_reflector *r, sf_obj *st)
 	sf_jv_str(sf_jv_get(root, "reason"), reason, sizeof(reason));
 	sf_jv_str(sf_jv_get(root, "message"), msg, sizeof(msg));
 	char b[24];
+	if (r->streaming && status_rv_unavailable(root)) {
+		/* a WatchList's version is gone or too large: a consistent
+		 * stream next (on_watch_done) */
+		r->unavailable_event = 1;
+		r->next = NEXT_LIST;
+		return;
+	}
 	if (code == 410 || strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0) {
+		/* client-go lists from the last version seen then: a list
+		 * not older than it needs no history */
 		r->stats.gone++;
 		r->gone_streak++;
 		sf_log_info(LOGGER, "watch expired, listing again", "resource", r->name,
@@ -620,6 +765,40 @@ static int delay_event(sf_reflector *r, sf_watch_type type, sf_obj *obj)
 	return 0;
 }
 
+/* The BOOKMARK that ends a WatchList's initial events. */
+static int initial_events_end(const sf_obj *obj)
+{
+	sf_jv a = sf_jv_path(sf_obj_root(obj), "metadata.annotations");
+	return sf_jv_streq(sf_jv_get(a, "k8s.io/initial-events-end"), "true");
+}
+
+/* An event of a WatchList before its end bookmark: part of the list. */
+static void stream_event(sf_reflector *r, sf_watch_type type, sf_obj *obj)
+{
+	int rc;
+	char b[24];
+	switch (type) {
+	case SF_WATCH_ADDED:
+	case SF_WATCH_MODIFIED:
+		rc = sf_store_replace_item(r->store, obj);
+		if (rc)
+			sf_log_error(LOGGER, "cannot store listed object", "resource", r->name,
+			             "namespace", obj->ns, "name", obj->name, "errno", num(b, rc),
+			             NULL);
+		break;
+	case SF_WATCH_DELETED: apply_delete(r, obj); break;
+	case SF_WATCH_BOOKMARK:
+		/* other bookmarks say nothing yet: the versions of the
+		 * initial events are not in order */
+		if (initial_events_end(obj)) {
+			r->gone_streak = 0;
+			list_finish(r, obj->rv);
+		}
+		break;
+	case SF_WATCH_ERROR: break;
+	}
+}
+
 static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 {
 	sf_reflector *r = ud;
@@ -633,6 +812,9 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 	r->in_stream_cb = 1;
 	if (type == SF_WATCH_ERROR) {
 		watch_error_event(r, obj);
+	} else if (r->streaming) {
+		r->watch_events++;
+		stream_event(r, type, obj);
 	} else {
 		r->watch_events++;
 		if (!r->dtimer || delay_event(r, type, obj) != 0)
@@ -641,6 +823,57 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 	r->in_stream_cb = 0;
 	sf_obj_unref(obj);
 	return stopping(r) || r->next != NEXT_NONE;
+}
+
+/* LIST + WATCH from now on. */
+static void watch_list_off(sf_reflector *r, const char *why, const sf_kube_result *res)
+{
+	char line[512];
+	r->watch_list = WL_OFF;
+	r->stats.watch_list_fallbacks++;
+	sf_log_info(LOGGER, "WatchList not available; using LIST and WATCH", "resource", r->name,
+	            "reason", why, "error", res ? sf_kube_result_str(res, line, sizeof(line)) : "",
+	            NULL);
+}
+
+/* A WatchList ended before its end bookmark. */
+static void stream_done(sf_reflector *r, const sf_kube_result *res, refl_next next)
+{
+	int unavailable = r->unavailable_event;
+	r->unavailable_event = 0;
+	list_abandon(r);
+	if (unavailable || result_rv_unavailable(res)) {
+		list_unavailable(r, "watch-list resourceVersion unavailable, streaming from etcd",
+		                 res->errmsg);
+		return;
+	}
+	if (next == NEXT_LIST || next == NEXT_WATCH) {
+		/* a relist asked for, or the watchdog (on a fresh connection) */
+		list_start(r);
+		return;
+	}
+	if (next == NEXT_WATCH_BACKOFF) { /* an ERROR event */
+		backoff(r, NEXT_LIST);
+		return;
+	}
+	if (!res->err && sf_kube_ok(res)) {
+		watch_list_off(r, "the stream ended before its initial-events-end bookmark", NULL);
+		list_start(r);
+		return;
+	}
+	if (!res->err && (res->http_status == 400 || res->http_status == 422)) {
+		/* the parameters refused: the WatchList feature gate is off
+		 * (422 Invalid, "sendInitialEvents is forbidden"), or an older
+		 * server; anything else (403, 404 of a CRD not served yet, 5xx)
+		 * a LIST would meet as well: retried */
+		watch_list_off(r, "refused by the server", res);
+		list_start(r);
+		return;
+	}
+	if (res->err == -EBADMSG || res->err == -E2BIG)
+		r->stats.decode_errors++;
+	result_error(r, "watch-list failed", res);
+	backoff(r, NEXT_LIST);
 }
 
 static void on_watch_done(void *ud, const sf_kube_result *res)
@@ -654,6 +887,10 @@ static void on_watch_done(void *ud, const sf_kube_result *res)
 	}
 	refl_next next = r->next;
 	r->next = NEXT_NONE;
+	if (r->streaming) {
+		stream_done(r, res, next);
+		return;
+	}
 	int64_t lasted_ns = sf_mono_ns() - r->watch_start_ns;
 	char b1[24], b2[24];
 	if (next == NEXT_LIST) {
@@ -714,6 +951,43 @@ static void on_watch_done(void *ud, const sf_kube_result *res)
 	backoff(r, NEXT_WATCH);
 }
 
+/* Sends a watch with o (a plain one or a WatchList) and the options
+ * every watch has. 0, or a negative errno (logged; -ESHUTDOWN: the client
+ * closed and the reflector stopped). */
+static int watch_send(sf_reflector *r, sf_kube_list_opts *o)
+{
+	long to = r->watch_min_s;
+	if (r->watch_max_s > r->watch_min_s)
+		to += (long)(rng_next(r) % (uint64_t)(r->watch_max_s - r->watch_min_s));
+	o->label_selector = r->label_selector;
+	o->field_selector = r->field_selector;
+	o->timeout_seconds = to;
+	o->allow_bookmarks = 1;
+	o->fresh_connection = r->next_fresh;
+	r->next_fresh = 0;
+	r->watch_events = 0;
+	r->watch_start_ns = sf_mono_ns();
+	r->progress_ns = r->watch_start_ns;
+	r->stats.watches++;
+	int rc =
+	    sf_kube_watch(r->client, r->gvr, r->ns, o, on_watch_event, on_watch_done, r, &r->call);
+	char b1[24];
+	if (rc == -ESHUTDOWN) {
+		client_gone(r);
+	} else if (rc) {
+		r->call = NULL;
+		r->stats.errors++;
+		sf_log_error(LOGGER, "cannot start watch", "resource", r->name, "errno",
+		             num(b1, rc), NULL);
+	} else {
+		sf_log_debug(LOGGER, "watching", "resource", r->name, "resourceVersion",
+		             o->resource_version, "sendInitialEvents",
+		             o->send_initial_events ? "true" : "false", "timeoutSeconds",
+		             num(b1, to), NULL);
+	}
+	return rc;
+}
+
 static void watch_start(sf_reflector *r)
 {
 	if (r->rewatch_rv) {
@@ -721,41 +995,29 @@ static void watch_start(sf_reflector *r)
 		r->watch_rv = r->rewatch_rv;
 		r->rewatch_rv = NULL;
 	}
-	long to = r->watch_min_s;
-	if (r->watch_max_s > r->watch_min_s)
-		to += (long)(rng_next(r) % (uint64_t)(r->watch_max_s - r->watch_min_s));
-	sf_kube_list_opts o = {
-	    .label_selector = r->label_selector,
-	    .field_selector = r->field_selector,
-	    .resource_version = r->watch_rv,
-	    .timeout_seconds = to,
-	    .allow_bookmarks = 1,
-	    .fresh_connection = r->next_fresh,
-	};
-	r->next_fresh = 0;
+	sf_kube_list_opts o = {.resource_version = r->watch_rv};
 	r->state = ST_WATCHING;
-	r->watch_events = 0;
-	r->watch_start_ns = sf_mono_ns();
-	r->progress_ns = r->watch_start_ns;
-	r->stats.watches++;
-	int rc =
-	    sf_kube_watch(r->client, r->gvr, r->ns, &o, on_watch_event, on_watch_done, r, &r->call);
-	if (rc == -ESHUTDOWN) {
-		client_gone(r);
-		return;
-	}
-	if (rc) {
-		char b[24];
-		r->call = NULL;
-		r->stats.errors++;
-		sf_log_error(LOGGER, "cannot start watch", "resource", r->name, "errno", num(b, rc),
-		             NULL);
+	int rc = watch_send(r, &o);
+	if (rc && rc != -ESHUTDOWN)
 		backoff(r, NEXT_WATCH);
-		return;
+}
+
+/* The first page of a list, as a WatchList stream. */
+static void stream_start(sf_reflector *r)
+{
+	sf_kube_list_opts o = {
+	    .resource_version = r->list_rv,
+	    .resource_version_match = "NotOlderThan",
+	    .send_initial_events = 1,
+	};
+	r->state = ST_LISTING;
+	r->streaming = 1;
+	r->unavailable_event = 0;
+	int rc = watch_send(r, &o);
+	if (rc && rc != -ESHUTDOWN) {
+		list_abandon(r);
+		backoff(r, NEXT_LIST);
 	}
-	char b1[24];
-	sf_log_debug(LOGGER, "watching", "resource", r->name, "resourceVersion", r->watch_rv,
-	             "timeoutSeconds", num(b1, to), NULL);
 }
 
 /* ---- public ---- */
@@ -774,6 +1036,7 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	r->store = store;
 	r->gvr = opts->gvr;
 	r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
+	r->watch_list = opts->watch_list < 0 ? WL_OFF : WL_TRY;
 	r->strip_managed_fields = opts->strip_managed_fields;
 	r->progress_timeout_ms =
 	    opts->progress_timeout_ms == 0 ? 150000 : opts->progress_timeout_ms;
@@ -803,7 +1066,7 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	    !(r->field_selector = strdup(opts->field_selector)))
 		goto fail;
 	if (set_str(&r->name, opts->name ? opts->name : opts->gvr->resource) ||
-	    set_str(&r->last_rv, "") || set_str(&r->watch_rv, ""))
+	    set_str(&r->last_rv, "") || set_str(&r->watch_rv, "") || set_str(&r->list_rv, ""))
 		goto fail;
 	*out = r;
 	return 0;
@@ -819,7 +1082,7 @@ fail:
 static void on_wdog(uv_timer_t *t)
 {
 	sf_reflector *r = t->data;
-	if (r->state != ST_WATCHING || r->next != NEXT_NONE)
+	if ((r->state != ST_WATCHING && !r->streaming) || !r->call || r->next != NEXT_NONE)
 		return;
 	int64_t quiet = sf_mono_ns() - r->progress_ns;
 	if (quiet < (int64_t)r->progress_timeout_ms * SF_NSEC_PER_MSEC)
@@ -896,6 +1159,7 @@ void sf_reflector_free(sf_reflector *r)
 	free(r->name);
 	free(r->cont);
 	free(r->last_rv);
+	free(r->list_rv);
 	free(r->watch_rv);
 	free(r->rewatch_rv);
 	free(r);
@@ -929,6 +1193,12 @@ int sf_reflector_relist(sf_reflector *r)
 {
 	if (stopping(r))
 		return -ESHUTDOWN;
+	if (r->state != ST_IDLE) {
+		/* a quorum read: as a freshness wait from now would have it */
+		int64_t now = sf_mono_ns();
+		if (now > r->fresh_want_ns)
+			r->fresh_want_ns = now;
+	}
 	switch (r->state) {
 	case ST_IDLE: return -EAGAIN;
 	case ST_WAITING:

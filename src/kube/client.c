@@ -823,7 +823,7 @@ static int use_exec_cert(sf_kube_client *c)
 static int call_send(sf_kube_call *k, char *msg, size_t msglen)
 {
 	sf_kube_client *c = k->c;
-	const char *headers[7];
+	const char *headers[8];
 	size_t nh = 0;
 	char *auth = NULL;
 	const char *tok = NULL;
@@ -849,6 +849,11 @@ static int call_send(sf_kube_call *k, char *msg, size_t msglen)
 	headers[nh++] = "Accept: application/json";
 	if (c->host_header)
 		headers[nh++] = c->host_header;
+	if (k->wd)
+		/* a WatchList answer may be gzip, one gzip stream per flush
+		 * (WatchListCompression); libcurl ends the transfer with a
+		 * write error at the second. Watches are asked for as is. */
+		headers[nh++] = "Accept-Encoding: identity";
 	char ct[128];
 	if (k->body) {
 		snprintf(ct, sizeof(ct), "Content-Type: %s",
@@ -1139,9 +1144,12 @@ static int list_query(sf_buf *q, const sf_kube_list_opts *o, int watch)
 		rc = sf_kube_query_add(q, "labelSelector", o->label_selector);
 	if (!rc && o->field_selector && *o->field_selector)
 		rc = sf_kube_query_add(q, "fieldSelector", o->field_selector);
-	if (!rc && o->resource_version && *o->resource_version)
+	/* a continue token carries its list's version: the server refuses
+	 * resourceVersion or resourceVersionMatch next to it */
+	int cont = !watch && o->continue_token && *o->continue_token;
+	if (!rc && !cont && o->resource_version && *o->resource_version)
 		rc = sf_kube_query_add(q, "resourceVersion", o->resource_version);
-	if (!rc && o->resource_version_match && *o->resource_version_match)
+	if (!rc && !cont && o->resource_version_match && *o->resource_version_match)
 		rc = sf_kube_query_add(q, "resourceVersionMatch", o->resource_version_match);
 	if (!watch) {
 		if (!rc && o->limit > 0) {

@@ -11,6 +11,8 @@
 # On success STATE_DIR/env holds KEY=value lines for the tests (README.md).
 # Running it again while the cluster is up does nothing and exits 0.
 # Environment: WATCH_CACHE=false starts kube-apiserver with --watch-cache=false.
+# WATCH_LIST=false starts it with --feature-gates=WatchList=false (watches
+# with sendInitialEvents are refused: 422 Invalid).
 # LEASE_ETCD=true runs a second etcd for coordination.k8s.io/leases
 # (--etcd-servers-overrides, as large clusters do): Lease resourceVersions
 # then come from another revision counter than everything else's.
@@ -295,6 +297,7 @@ start_apiserver() {
   api_url=https://127.0.0.1:$api_port
   local extra=()
   [ "${WATCH_CACHE:-}" = false ] && extra+=(--watch-cache=false)
+  [ "${WATCH_LIST:-}" = false ] && extra+=(--feature-gates=WatchList=false)
   [ -n "$lease_etcd_url" ] && extra+=("--etcd-servers-overrides=coordination.k8s.io/leases#$lease_etcd_url")
   save_args kube-apiserver "$dir" "$bin/kube-apiserver" \
     --etcd-servers="$etcd_url" \
@@ -327,7 +330,7 @@ for attempt in 1 2 3; do
   before=$(log_size kube-apiserver)
   start_apiserver
   started="kube-apiserver $started"
-  log "kube-apiserver starting on $api_url (pid $(recorded_pid kube-apiserver "$dir"))${WATCH_CACHE:+ WATCH_CACHE=$WATCH_CACHE}"
+  log "kube-apiserver starting on $api_url (pid $(recorded_pid kube-apiserver "$dir"))${WATCH_CACHE:+ WATCH_CACHE=$WATCH_CACHE}${WATCH_LIST:+ WATCH_LIST=$WATCH_LIST}"
   if wait_apiserver_ready "$dir" "$api_url" 60; then break; fi
   if [ "$attempt" -lt 3 ] && port_clash kube-apiserver "$before"; then
     log "kube-apiserver: port taken meanwhile; retrying with another port"

@@ -528,16 +528,17 @@ static long long patch_lease(tl_kube *k, const char *ns, int i)
 	return v;
 }
 
-/* Audit lines of the controller's LISTs of `resource`. */
+/* Audit lines of the controller's lists of `resource`: LISTs, and watches
+ * with sendInitialEvents (WatchList) when they open. */
 static int controller_lists(const char *audit, const char *resource)
 {
 	sf_buf out;
 	sf_buf_init(&out, 0);
-	int st =
-	    tl_sh(&out,
-	          "grep -F '\"stage\":\"ResponseComplete\"' '%s' | grep -F '\"verb\":\"list\"' "
-	          "| grep -F 'appwrapper-controller' | grep -cF '\"resource\":\"%s\"'",
-	          audit, resource);
+	int st = tl_sh(&out,
+	               "grep -E '\"stage\":\"ResponseComplete\".*\"verb\":\"list\"|"
+	               "\"stage\":\"ResponseStarted\".*sendInitialEvents=true' '%s' "
+	               "| grep -F 'appwrapper-controller' | grep -cF '\"resource\":\"%s\"'",
+	               audit, resource);
 	int n = st >= 0 ? atoi(out.data ? out.data : "0") : -1;
 	sf_buf_free(&out);
 	return n;
@@ -704,15 +705,16 @@ static void create_kind_aw(const char *name, const char *api, const char *kind)
 	tl_aw_create(&W, body);
 }
 
-/* LISTs of `resource` by the controllers after audit line `from`. */
+/* Lists (LISTs and WatchLists, as controller_lists counts them) of
+ * `resource` by the controllers after audit line `from`. */
 static int lists_after(const char *resource, long from)
 {
 	sf_buf out;
 	sf_buf_init(&out, 0);
 	int st = tl_sh(&out,
-	               "tail -n +%ld '%s' | grep -F '\"stage\":\"ResponseComplete\"' | grep -F "
-	               "'\"verb\":\"list\"' | grep -F 'appwrapper-controller' | grep -cF "
-	               "'\"resource\":\"%s\"'",
+	               "tail -n +%ld '%s' | grep -E '\"stage\":\"ResponseComplete\".*\"verb\":"
+	               "\"list\"|\"stage\":\"ResponseStarted\".*sendInitialEvents=true' | grep "
+	               "-F 'appwrapper-controller' | grep -cF '\"resource\":\"%s\"'",
 	               from + 1, tl_env("STEADFAST_AUDIT_LOG"), resource);
 	int n = st >= 0 ? atoi(out.data ? out.data : "0") : -1;
 	sf_buf_free(&out);

@@ -402,3 +402,67 @@ Test(client_errors, token_bucket_spaces_requests)
 	}
 	fx_close(&f);
 }
+
+static int drop_item(void *ud, sf_obj *o)
+{
+	(void)ud;
+	sf_obj_unref(o);
+	return 0;
+}
+
+/* The API server refuses resourceVersion or resourceVersionMatch next to a
+ * continue token (the token carries the list's version): a continue page
+ * sends only the token, whatever the caller passed. A WatchList sends what
+ * the server requires of it. */
+Test(client_paths, list_and_watch_list_queries)
+{
+	static const fake_resp script[] = {
+	    {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+	     "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}",
+	     0},
+	    {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+	     "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}",
+	     0},
+	    {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n", 0},
+	};
+	fx f;
+	fx_open(&f, script, 3, NULL);
+	sf_kube_list_opts o = {.limit = 50,
+	                       .continue_token = "tok",
+	                       .resource_version = "7",
+	                       .resource_version_match = "NotOlderThan"};
+	tl_res r = {0};
+	cr_assert_eq(sf_kube_list(f.c, &SF_GVR_CONFIGMAPS, "ns", &o, drop_item, tl_res_cb, &r, NULL),
+	             0);
+	tl_wait(&f.loop, &r, 5000);
+	tl_res_clear(&r);
+	o.continue_token = NULL;
+	memset(&r, 0, sizeof(r));
+	cr_assert_eq(sf_kube_list(f.c, &SF_GVR_CONFIGMAPS, "ns", &o, drop_item, tl_res_cb, &r, NULL),
+	             0);
+	tl_wait(&f.loop, &r, 5000);
+	tl_res_clear(&r);
+	sf_kube_list_opts w = {.resource_version_match = "NotOlderThan",
+	                       .send_initial_events = 1,
+	                       .allow_bookmarks = 1,
+	                       .timeout_seconds = 30};
+	wctx wc = {0};
+	cr_assert_eq(sf_kube_watch(f.c, &SF_GVR_CONFIGMAPS, "ns", &w, on_ev, tl_res_cb, &wc, NULL), 0);
+	tl_wait(&f.loop, &wc.r, 5000);
+	tl_res_clear(&wc.r);
+	char line[3][512];
+	for (int i = 0; i < 3; i++) {
+		const char *q = fakesrv_request(f.srv, i);
+		cr_assert_not_null(q);
+		snprintf(line[i], sizeof(line[i]), "%.*s", (int)strcspn(q, "\r\n"), q);
+	}
+	cr_assert_str_eq(line[0], "GET /api/v1/namespaces/ns/configmaps?limit=50&continue=tok HTTP/1.1");
+	cr_assert_str_eq(line[1],
+	                 "GET /api/v1/namespaces/ns/configmaps?resourceVersion=7&"
+	                 "resourceVersionMatch=NotOlderThan&limit=50 HTTP/1.1");
+	cr_assert_str_eq(line[2],
+	                 "GET /api/v1/namespaces/ns/configmaps?watch=true&resourceVersionMatch="
+	                 "NotOlderThan&timeoutSeconds=30&allowWatchBookmarks=true&"
+	                 "sendInitialEvents=true HTTP/1.1");
+	fx_close(&f);
+}

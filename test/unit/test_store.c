@@ -678,6 +678,11 @@ Test(store, memory_accounting)
 	EV("ERROR",                                                                                \
 	   "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","                    \
 	   "\"message\":\"test " reason "\",\"reason\":\"" reason "\",\"code\":" #code "}")
+/* The WatchList's last initial event. */
+#define END_BOOKMARK(rv)                                                                           \
+	EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"              \
+	               "\"resourceVersion\":\"" rv "\",\"annotations\":{\"k8s.io/"                 \
+	               "initial-events-end\":\"true\"}}}")
 #define STATUS_RESP(code, text, reason)                                                            \
 	"HTTP/1.1 " #code " " text                                                                 \
 	"\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"                          \
@@ -693,7 +698,8 @@ typedef struct rfx {
 	sf_reflector *r;
 	rec rec;
 	int synced_calls;
-	char rvs[32][16]; /* every on_rv value */
+	size_t len_at_sync[8]; /* the store's size at each on_synced */
+	char rvs[32][16];      /* every on_rv value */
 	int nrv;
 	int stopped;
 	int stop_in_handler; /* stop the reflector on the first delta */
@@ -722,6 +728,8 @@ static void rfx_on_rv(void *ud, const char *rv)
 static void rfx_on_synced(void *ud)
 {
 	rfx *f = ud;
+	if (f->synced_calls < 8)
+		f->len_at_sync[f->synced_calls] = sf_store_len(f->store);
 	f->synced_calls++;
 	cr_assert(sf_reflector_synced(f->r));
 }
@@ -745,6 +753,7 @@ static void rfx_record(void *ud, sf_delta_type t, sf_obj *old, sf_obj *new_obj)
 }
 
 static long rfx_progress_ms; /* the next rfx_open's watch watchdog (0 = off) */
+static int rfx_watch_list;   /* 1: the next rfx_open's reflector tries WatchList */
 
 static void rfx_open(rfx *f, const fake_resp *script, int n, long page)
 {
@@ -772,6 +781,7 @@ static void rfx_open(rfx *f, const fake_resp *script, int n, long page)
 	    .ns = "ns",
 	    .label_selector = "app=x",
 	    .page_size = page,
+	    .watch_list = rfx_watch_list ? 0 : -1,
 	    .watch_min_s = 5,
 	    .watch_max_s = 8,
 	    .backoff_initial_ms = 20,
@@ -892,8 +902,11 @@ Test(reflector, list_pages_watch_bad_stream_and_410_relist)
 	req_has(&f, 0, "limit=2");
 	req_has(&f, 0, "labelSelector=app%3Dx");
 	req_lacks(&f, 0, "continue=");
-	req_lacks(&f, 0, "resourceVersion=");
+	/* a first list may come from the watch cache, as client-go's does */
+	req_has(&f, 0, "resourceVersion=0&");
+	req_lacks(&f, 0, "resourceVersionMatch=");
 	req_has(&f, 1, "continue=tok1");
+	req_lacks(&f, 1, "resourceVersion"); /* the token carries the list's version */
 	req_has(&f, 2, "watch=true");
 	req_has(&f, 2, "resourceVersion=100");
 	req_has(&f, 2, "allowWatchBookmarks=true");
@@ -904,9 +917,11 @@ Test(reflector, list_pages_watch_bad_stream_and_410_relist)
 	cr_assert(to >= 5 && to < 8, "timeoutSeconds %ld outside [5,8)", to);
 	req_has(&f, 3, "resourceVersion=104"); /* from the bookmark */
 	req_has(&f, 4, "resourceVersion=104"); /* re-watch after the bad stream */
-	req_has(&f, 5, "limit=2");
+	req_has(&f, 5, "limit=2"); /* the first list came in pages: no watch cache there */
 	req_lacks(&f, 5, "continue=");
 	req_lacks(&f, 5, "watch=");
+	/* a relist after a watch's 410: not older than what the cache has seen */
+	req_has(&f, 5, "resourceVersion=104&resourceVersionMatch=NotOlderThan");
 	req_has(&f, 6, "resourceVersion=200");
 
 	/* the cut stream was logged as an error naming the resource */
@@ -941,9 +956,10 @@ static int synced_n(void *ud)
 	return f->synced_calls >= want_synced;
 }
 
-/* A leader's freshness by time: a list asked before `since` does not
- * count, one relist is made (however often it is asked for), and after it
- * the reflector holds. */
+/* A leader's freshness by time: a list that may come from the watch cache
+ * (resourceVersion=0) or that was asked before `since` does not count, one
+ * quorum relist is made (however often it is asked for), and after it the
+ * reflector holds. */
 Test(reflector, want_fresh_relists_once_then_holds)
 {
 	static const fake_resp script[] = {
@@ -951,23 +967,36 @@ Test(reflector, want_fresh_relists_once_then_holds)
 	    {NULL, 1}, /* the watch hangs: no event will bring anything newer */
 	    {LIST("30", "", CM("a", "ua", "25")), 0},
 	    {NULL, 1},
+	    {LIST("40", "", CM("a", "ua", "25")), 0},
+	    {NULL, 1},
 	};
 	rfx f;
-	rfx_open(&f, script, 4, 0);
-	cr_assert_eq(sf_reflector_want_fresh(f.r, 1), 0, "not started: its first list will do");
+	rfx_open(&f, script, 6, 0);
 	cr_assert_eq(sf_reflector_start(f.r), 0);
 	want_synced = 1;
 	cr_assert_eq(tl_run_until_fn(&f.loop, synced_n, &f, 5000), 0);
-	cr_assert_eq(sf_reflector_want_fresh(f.r, 1), 1, "the first list was asked after that");
+	/* the first list (resourceVersion=0) may be the watch cache's past */
+	req_has(&f, 0, "resourceVersion=0");
+	cr_assert_eq(sf_reflector_list_asked_ns(f.r), 0);
+	cr_assert_eq(sf_reflector_want_fresh(f.r, 1), 0, "a watch-cache list counted as fresh");
+	want_synced = 2;
+	cr_assert_eq(tl_run_until_fn(&f.loop, synced_n, &f, 5000), 0, "no relist");
+	req_lacks(&f, 2, "resourceVersion"); /* a quorum read */
+	req_lacks(&f, 2, "watch=");
+	cr_assert_eq(sf_reflector_want_fresh(f.r, 1), 1);
 	int64_t since = sf_mono_ns();
 	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 0);
 	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 0);
-	want_synced = 2;
+	want_synced = 3;
 	cr_assert_eq(tl_run_until_fn(&f.loop, synced_n, &f, 5000), 0, "no relist");
+	req_lacks(&f, 4, "resourceVersion");
 	cr_assert_geq(sf_reflector_list_asked_ns(f.r), since);
 	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 1);
-	cr_assert_str_eq(sf_reflector_last_rv(f.r), "30");
-	cr_assert_eq(f.synced_calls, 2, "asking twice made two relists");
+	cr_assert_str_eq(sf_reflector_last_rv(f.r), "40");
+	cr_assert_eq(f.synced_calls, 3, "asking twice made two relists");
+	sf_reflector_stats st;
+	sf_reflector_stats_get(f.r, &st);
+	cr_assert_eq(st.quorum_lists, 2);
 	rfx_close(&f);
 }
 
@@ -1129,6 +1158,7 @@ Test(reflector, forced_relist_and_rewatch_hook)
 	cr_assert_eq(sf_reflector_relist(f.r), 0);
 	run_to_request(&f, 4);
 	req_lacks(&f, 2, "watch=");
+	req_lacks(&f, 2, "resourceVersion"); /* forced: a quorum read */
 	req_has(&f, 3, "resourceVersion=60");
 	const char *want[] = {"ADD ns/a 40", "ADD ns/b 41", "DELETE ns/b 41"};
 	expect(&f.rec, want, 3);
@@ -1232,10 +1262,11 @@ Test(informer, handlers_in_order_and_rv_waits)
 	cr_assert_eq(sf_kube_client_new(&loop, cfg, NULL, &c), 0);
 
 	const char *labels[] = {"app", NULL};
-	sf_informer_opts o = {.reflector = {.gvr = &SF_GVR_CONFIGMAPS, .ns = "ns"},
-	                      .label_indexes = labels,
-	                      .controller_index = 1,
-	                      .namespace_index = 1};
+	sf_informer_opts o = {
+	    .reflector = {.gvr = &SF_GVR_CONFIGMAPS, .ns = "ns", .watch_list = -1},
+	    .label_indexes = labels,
+	    .controller_index = 1,
+	    .namespace_index = 1};
 	ifx x;
 	memset(&x, 0, sizeof(x));
 	cr_assert_eq(sf_informer_new(&loop, c, &o, &x.inf), 0);
@@ -1363,14 +1394,14 @@ Test(reflector, replayed_stale_events_are_skipped)
 	 * (the API server's watch cache does that) must not move objects
 	 * backwards; LIST items without kind/apiVersion are not updates. */
 	static const fake_resp script[] = {
-		{HDR "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{"
-		     "\"resourceVersion\":\"50\"},\"items\":[{\"metadata\":{\"name\":\"a\","
-		     "\"namespace\":\"ns\",\"uid\":\"ua\",\"resourceVersion\":\"40\"}}]}",
-		 0},
-		{HDR EV("ADDED", CM("a", "ua", "30")) EV("MODIFIED", CM("a", "ua", "40"))
-			 EV("ADDED", CM("b", "ub", "35")) EV("MODIFIED", CM("a", "ua", "45")),
-		 0},
-		{NULL, 1},
+	    {HDR "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{"
+	         "\"resourceVersion\":\"50\"},\"items\":[{\"metadata\":{\"name\":\"a\","
+	         "\"namespace\":\"ns\",\"uid\":\"ua\",\"resourceVersion\":\"40\"}}]}",
+	     0},
+	    {HDR EV("ADDED", CM("a", "ua", "30")) EV("MODIFIED", CM("a", "ua", "40"))
+	         EV("ADDED", CM("b", "ub", "35")) EV("MODIFIED", CM("a", "ua", "45")),
+	     0},
+	    {NULL, 1},
 	};
 	rfx f;
 	rfx_open(&f, script, 3, 0);
@@ -1386,5 +1417,257 @@ Test(reflector, replayed_stale_events_are_skipped)
 	sf_reflector_stats_get(f.r, &st);
 	cr_assert_eq(st.stale_events, 1);
 	cr_assert_eq(st.events, 3);
+	rfx_close(&f);
+}
+
+/* ---- relists from the watch cache, quorum fallbacks, WatchList ---- */
+
+#define TOO_LARGE_RESP                                                                             \
+	"HTTP/1.1 504 Gateway Timeout\r\nContent-Type: application/json\r\nConnection: "           \
+	"close\r\n\r\n"                                                                            \
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"Too "     \
+	"large resource version: 20, current: "                                                    \
+	"15\",\"reason\":\"Timeout\",\"details\":{\"causes\":"                                     \
+	"[{\"reason\":\"ResourceVersionTooLarge\",\"message\":\"Too large resource "               \
+	"version\"}],\"retryAfterSeconds\":1},\"code\":504}"
+
+/* A relist after a watch's 410 is not older than the last version seen,
+ * and unpaged (client-go: a paged list would bypass the watch cache); a
+ * 410 or "too large resource version" on such a list falls back to a
+ * quorum list at once, and the relist after that is served from the
+ * cache again. */
+Test(reflector, relists_come_from_the_watch_cache_with_quorum_fallbacks)
+{
+	static const fake_resp script[] = {
+	    {LIST("10", "", CM("a", "ua", "9")), 0},
+	    {HDR EV("ADDED", CM("b", "ub", "11")) STATUS_EV(410, "Expired"), 0},
+	    /* 2: not older than 11: expired too */
+	    {STATUS_RESP(410, "Gone", "Expired"), 0},
+	    {LIST("20", "", CM("a", "ua", "9") "," CM("b", "ub", "11")), 0},
+	    {HDR EV("MODIFIED", CM("a", "ua", "21")) STATUS_EV(410, "Expired"), 0},
+	    /* 5: not older than 21: the cache is behind */
+	    {TOO_LARGE_RESP, 0},
+	    {LIST("30", "", CM("a", "ua", "21")), 0},
+	    {HDR EV("MODIFIED", CM("a", "ua", "31")) STATUS_EV(410, "Expired"), 0},
+	    {LIST("40", "", CM("a", "ua", "31")), 0},
+	    {NULL, 1},
+	};
+	rfx f;
+	rfx_open(&f, script, 10, 0);
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	run_to_request(&f, 10);
+	req_has(&f, 0, "resourceVersion=0&");
+	req_has(&f, 0, "limit=500"); /* the watch cache ignores it; etcd pages */
+	req_has(&f, 1, "resourceVersion=10");
+	req_has(&f, 2, "resourceVersion=11&resourceVersionMatch=NotOlderThan");
+	req_lacks(&f, 2, "limit=");
+	req_lacks(&f, 2, "watch=");
+	req_lacks(&f, 3, "resourceVersion"); /* quorum, after the 410 */
+	req_has(&f, 3, "limit=500");
+	req_has(&f, 4, "watch=true");
+	req_has(&f, 4, "resourceVersion=20");
+	req_has(&f, 5, "resourceVersion=21&resourceVersionMatch=NotOlderThan");
+	req_lacks(&f, 6, "resourceVersion"); /* quorum, after too large */
+	req_has(&f, 7, "resourceVersion=30");
+	req_has(&f, 8, "resourceVersion=31&resourceVersionMatch=NotOlderThan");
+	req_has(&f, 9, "resourceVersion=40");
+	const char *want[] = {"ADD ns/a 9", "ADD ns/b 11", "UPDATE ns/a 9->21", "DELETE ns/b 11",
+	                      "UPDATE ns/a 21->31"};
+	expect(&f.rec, want, 5);
+	sf_reflector_stats st;
+	sf_reflector_stats_get(f.r, &st);
+	cr_assert_eq(st.lists, 4);
+	cr_assert_eq(st.quorum_lists, 2);
+	cr_assert_eq(st.backoffs, 0, "a quorum fallback is not delayed");
+	rfx_close(&f);
+}
+
+/* WatchList: the initial events go into a replace pass, the informer is
+ * synced only at the initial-events-end bookmark (whose version is the
+ * first one reported), and the stream goes on as the watch. A relist
+ * streams from the last version seen; a 410 on that falls back to a
+ * consistent stream (no resourceVersion), whose end deletes what it did
+ * not contain. */
+Test(reflector, watch_list_syncs_at_its_end_bookmark_and_replaces)
+{
+	static const fake_resp script[] = {
+	    {HDR EV("ADDED", CM("a", "ua", "7")) EV("ADDED", CM("b", "ub", "5")) END_BOOKMARK("10")
+	         EV("MODIFIED", CM("a", "ua", "11")),
+	     0},
+	    /* 1: the plain watch after the stream ended */
+	    {HDR STATUS_EV(410, "Expired"), 0},
+	    /* 2: the WatchList relist from 11 */
+	    {STATUS_RESP(410, "Gone", "Expired"), 0},
+	    /* 3: consistent: a unchanged, c new, b gone */
+	    {HDR EV("ADDED", CM("c", "uc", "12")) EV("ADDED", CM("a", "ua", "11"))
+	         END_BOOKMARK("20"),
+	     0},
+	    {NULL, 1},
+	};
+	rfx_watch_list = 1;
+	rfx f;
+	rfx_open(&f, script, 5, 0);
+	rfx_watch_list = 0;
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	run_to_request(&f, 5);
+	req_has(&f, 0, "watch=true");
+	req_has(&f, 0, "sendInitialEvents=true");
+	req_has(&f, 0, "resourceVersionMatch=NotOlderThan");
+	req_has(&f, 0, "allowWatchBookmarks=true");
+	req_lacks(&f, 0, "resourceVersion="); /* consistent */
+	req_lacks(&f, 0, "limit=");
+	req_has(&f, 1, "resourceVersion=11");
+	req_lacks(&f, 1, "sendInitialEvents");
+	req_has(&f, 2, "sendInitialEvents=true");
+	req_has(&f, 2, "resourceVersion=11&resourceVersionMatch=NotOlderThan");
+	req_has(&f, 3, "sendInitialEvents=true");
+	req_lacks(&f, 3, "resourceVersion=");
+	req_has(&f, 4, "resourceVersion=20");
+	req_lacks(&f, 4, "sendInitialEvents");
+	const char *want[] = {"ADD ns/a 7", "ADD ns/b 5", "UPDATE ns/a 7->11", "ADD ns/c 12",
+	                      "DELETE ns/b 5"};
+	expect(&f.rec, want, 5);
+	cr_assert_eq(f.synced_calls, 2);
+	cr_assert_eq(f.len_at_sync[0], 2, "synced before the end bookmark");
+	/* initial events are not in resourceVersion order: only the end
+	 * bookmark's version is reported */
+	cr_assert_eq(f.nrv, 3, "on_rv calls: %d", f.nrv);
+	cr_assert_str_eq(f.rvs[0], "10");
+	cr_assert_str_eq(f.rvs[1], "11");
+	cr_assert_str_eq(f.rvs[2], "20");
+	sf_reflector_stats st;
+	sf_reflector_stats_get(f.r, &st);
+	cr_assert_eq(st.lists, 2);
+	cr_assert_eq(st.watch_lists, 2);
+	cr_assert_eq(st.quorum_lists, 2);
+	cr_assert_eq(st.list_pages, 0);
+	cr_assert_eq(st.deleted_on_relist, 1);
+	cr_assert_eq(st.watch_list_fallbacks, 0);
+	rfx_close(&f);
+}
+
+/* A server that refuses sendInitialEvents (WatchList feature gate off:
+ * 422 Invalid) gets LIST + WATCH from then on. */
+Test(reflector, watch_list_refused_falls_back_to_list_and_watch)
+{
+	static const fake_resp script[] = {
+	    {STATUS_RESP(422, "Unprocessable Entity", "Invalid"), 0},
+	    {LIST("10", "", CM("a", "ua", "9")), 0},
+	    {HDR STATUS_EV(410, "Expired"), 0},
+	    {LIST("20", "", CM("a", "ua", "9")), 0},
+	    {NULL, 1},
+	};
+	rfx_watch_list = 1;
+	rfx f;
+	rfx_open(&f, script, 5, 0);
+	rfx_watch_list = 0;
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	run_to_request(&f, 5);
+	req_has(&f, 0, "sendInitialEvents=true");
+	req_lacks(&f, 1, "watch=");
+	req_has(&f, 1, "resourceVersion=0");
+	req_has(&f, 2, "resourceVersion=10");
+	req_lacks(&f, 2, "sendInitialEvents");
+	req_lacks(&f, 3, "watch=");
+	req_has(&f, 3, "resourceVersion=10&resourceVersionMatch=NotOlderThan");
+	cr_assert_eq(f.synced_calls, 2);
+	sf_reflector_stats st;
+	sf_reflector_stats_get(f.r, &st);
+	cr_assert_eq(st.watch_list_fallbacks, 1);
+	cr_assert_eq(st.watch_lists, 0);
+	cr_assert_eq(st.backoffs, 0);
+	rfx_close(&f);
+}
+
+/* A stream that ends before its end bookmark is not a sync (a server that
+ * ignores sendInitialEvents never sends one): LIST + WATCH instead. */
+Test(reflector, watch_list_without_end_bookmark_is_not_a_sync)
+{
+	static const fake_resp script[] = {
+	    {HDR EV("ADDED", CM("a", "ua", "5")) BOOKMARK("9"), 0},
+	    {LIST("10", "", CM("a", "ua", "5") "," CM("b", "ub", "6")), 0},
+	    {NULL, 1},
+	};
+	rfx_watch_list = 1;
+	rfx f;
+	rfx_open(&f, script, 3, 0);
+	rfx_watch_list = 0;
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	run_to_request(&f, 3);
+	req_lacks(&f, 1, "watch=");
+	req_has(&f, 2, "resourceVersion=10");
+	cr_assert_eq(f.synced_calls, 1);
+	cr_assert_eq(f.len_at_sync[0], 2);
+	cr_assert_str_eq(f.rvs[0], "10", "the stream's versions were taken");
+	sf_reflector_stats st;
+	sf_reflector_stats_get(f.r, &st);
+	cr_assert_eq(st.watch_list_fallbacks, 1);
+	cr_assert_eq(st.lists, 1);
+	rfx_close(&f);
+}
+
+/* With WatchList, a freshness wait is met by a stream asked without a
+ * resourceVersion after `since` (consistent: the server takes a quorum
+ * version), never by one from the last version seen. */
+Test(reflector, watch_list_freshness_is_a_consistent_stream)
+{
+	static const fake_resp script[] = {
+	    {HDR EV("ADDED", CM("a", "ua", "5")) END_BOOKMARK("10"), 0},
+	    {HDR STATUS_EV(410, "Expired"), 0}, /* 1: watch from 10 */
+	    /* 2: a relist from the last version: not fresh */
+	    {HDR EV("ADDED", CM("a", "ua", "5")) END_BOOKMARK("15"), 0},
+	    {NULL, 1}, /* 3: watch from 15, until the freshness wait */
+	    {HDR EV("ADDED", CM("a", "ua", "5")) END_BOOKMARK("30"), 0},
+	    {NULL, 1},
+	};
+	rfx_watch_list = 1;
+	rfx f;
+	rfx_open(&f, script, 6, 0);
+	rfx_watch_list = 0;
+	int64_t t0 = sf_mono_ns();
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	run_to_request(&f, 4);
+	req_has(&f, 2, "resourceVersion=10&resourceVersionMatch=NotOlderThan");
+	/* the first stream was consistent, the relist was not */
+	cr_assert_geq(sf_reflector_list_asked_ns(f.r), t0);
+	int64_t since = sf_mono_ns();
+	cr_assert_lt(sf_reflector_list_asked_ns(f.r), since);
+	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 0);
+	run_to_request(&f, 6);
+	req_has(&f, 4, "sendInitialEvents=true");
+	req_lacks(&f, 4, "resourceVersion=");
+	req_has(&f, 5, "resourceVersion=30");
+	cr_assert_geq(sf_reflector_list_asked_ns(f.r), since);
+	cr_assert_eq(sf_reflector_want_fresh(f.r, since), 1);
+	cr_assert_eq(f.synced_calls, 3);
+	rfx_close(&f);
+}
+
+/* Only a refusal of the parameters (400/422) turns WatchList off: a 404
+ * (a CRD not served yet) or a 5xx would meet a LIST as well, and is
+ * retried as a WatchList after the backoff. */
+Test(reflector, watch_list_errors_other_than_a_refusal_are_retried)
+{
+	static const fake_resp script[] = {
+	    {STATUS_RESP(404, "Not Found", "NotFound"), 0},
+	    {STATUS_RESP(503, "Service Unavailable", "ServiceUnavailable"), 0},
+	    {HDR EV("ADDED", CM("a", "ua", "5")) END_BOOKMARK("10"), 0},
+	    {NULL, 1},
+	};
+	rfx_watch_list = 1;
+	rfx f;
+	rfx_open(&f, script, 4, 0);
+	rfx_watch_list = 0;
+	cr_assert_eq(sf_reflector_start(f.r), 0);
+	run_to_request(&f, 4);
+	for (int i = 0; i < 3; i++)
+		req_has(&f, i, "sendInitialEvents=true");
+	req_has(&f, 3, "resourceVersion=10");
+	sf_reflector_stats st;
+	sf_reflector_stats_get(f.r, &st);
+	cr_assert_eq(st.watch_list_fallbacks, 0);
+	cr_assert_eq(st.backoffs, 2);
+	cr_assert_eq(st.watch_lists, 1);
+	cr_assert_eq(f.synced_calls, 1);
 	rfx_close(&f);
 }
