@@ -208,6 +208,11 @@ typedef struct sf_reflector_opts {
 	 * a watch that asks for them). 0 = 150000 (2.5 bookmark intervals),
 	 * < 0 = off. */
 	long progress_timeout_ms;
+	/* Fault injection for tests: from this many ms after start, the watch
+	 * open then delivers nothing more (its events and bookmarks are
+	 * dropped), as a stream stalled while its connection stays healthy,
+	 * until the progress watchdog restarts it; once. 0 = off. */
+	long fault_stall_after_ms;
 	/* Each time the newest seen resourceVersion advances (list end, watch
 	 * event, bookmark). */
 	void (*on_rv)(void *ud, const char *rv);

@@ -47,6 +47,11 @@ typedef struct sf_awctl_opts {
 	 * component creates are dropped (taken as a retryable failure), as
 	 * when a create lands but its answer is lost; 0 = off */
 	long fault_lost_create_answers;
+	/* fault injection for tests: the AppWrapper watch stalls this many ms
+	 * after start (see sf_reflector_opts.fault_stall_after_ms), and the
+	 * AppWrapper and pod watches' progress bound; 0 = off / 150 s */
+	long fault_watch_stall_after_ms;
+	long fault_watch_progress_timeout_ms;
 } sf_awctl_opts;
 
 /* client is borrowed (writes pass its write gate). */

@@ -118,6 +118,7 @@ struct sf_awctl {
 	long expect_timeout_ms;
 	long fault_delay_ms;
 	long fault_lost_creates; /* create answers still to drop */
+	long fault_stall_ms, fault_progress_ms;
 	sf_informer *aw_inf;
 	sf_informer *pod_inf;
 	sf_kinds *kinds; /* component kinds: every replica, from the AppWrapper informer */
@@ -419,6 +420,8 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	 * lagging AppWrapper watch only delays, since the controller waits for
 	 * its own writes to show up) */
 	o.reflector.fault_event_delay_max_ms = selector ? c->fault_delay_ms : 0;
+	o.reflector.fault_stall_after_ms = selector ? 0 : c->fault_stall_ms;
+	o.reflector.progress_timeout_ms = c->fault_progress_ms;
 	o.label_indexes = selector ? label_idx : NULL;
 	o.controller_index = selector != NULL;
 	return sf_informer_new(c->loop, c->client, &o, out);
@@ -1405,6 +1408,8 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    opts && opts->expectation_timeout_ms > 0 ? opts->expectation_timeout_ms : 60000;
 	c->fault_delay_ms = opts ? opts->fault_watch_delay_ms : 0;
 	c->fault_lost_creates = opts ? opts->fault_lost_create_answers : 0;
+	c->fault_stall_ms = opts ? opts->fault_watch_stall_after_ms : 0;
+	c->fault_progress_ms = opts ? opts->fault_watch_progress_timeout_ms : 0;
 	if (opts && opts->ns && opts->ns[0] && !(c->ns = strdup(opts->ns)))
 		goto fail;
 	sf_queue_opts q = {

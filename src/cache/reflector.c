@@ -127,8 +127,10 @@ struct sf_reflector {
 	int64_t watch_start_ns;
 	int64_t progress_ns; /* mono, the watch's start or its last event/bookmark */
 	long progress_timeout_ms;
-	uv_timer_t *wdog; /* the progress watchdog; freed in its close callback */
-	int next_fresh;   /* the next watch goes on a new connection */
+	int64_t stall_at_ns; /* fault injection: mono, when the watch stalls; 0 = never */
+	int stalled;         /* fault injection: the watch is stalled now */
+	uv_timer_t *wdog;    /* the progress watchdog; freed in its close callback */
+	int next_fresh;      /* the next watch goes on a new connection */
 	unsigned long watch_events;
 	unsigned gone_streak; /* 410s without a successful watch in between */
 
@@ -138,6 +140,7 @@ struct sf_reflector {
 
 	/* fault injection: watch events waiting to be applied */
 	long delay_max_ms;
+	long stall_after_ms; /* fault injection (see sf_reflector_opts) */
 	struct delayed *dq_head, *dq_tail;
 	int64_t dq_last_due_ms;
 	uv_timer_t *dtimer;
@@ -806,6 +809,14 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 		sf_obj_unref(obj);
 		return 1;
 	}
+	if (r->stall_at_ns && type != SF_WATCH_ERROR && sf_mono_ns() >= r->stall_at_ns) {
+		if (!r->stalled)
+			sf_log_warn(LOGGER, "fault injection: the watch stream stalls", "resource",
+			            r->name, NULL);
+		r->stalled = 1;
+		sf_obj_unref(obj);
+		return 0;
+	}
 	r->progress_ns = sf_mono_ns();
 	if (r->strip_managed_fields && type != SF_WATCH_BOOKMARK && type != SF_WATCH_ERROR)
 		obj = sf_obj_strip_managed_fields(obj);
@@ -1041,6 +1052,7 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	r->progress_timeout_ms =
 	    opts->progress_timeout_ms == 0 ? 150000 : opts->progress_timeout_ms;
 	r->delay_max_ms = opts->fault_event_delay_max_ms;
+	r->stall_after_ms = opts->fault_stall_after_ms;
 	r->watch_min_s = opts->watch_min_s > 0 ? opts->watch_min_s : 300;
 	r->watch_max_s = opts->watch_max_s > 0 ? opts->watch_max_s : 600;
 	if (r->watch_max_s < r->watch_min_s)
@@ -1092,6 +1104,9 @@ static void on_wdog(uv_timer_t *t)
 	sf_log_warn(LOGGER, "watch made no progress; watching again on a fresh connection",
 	            "resource", r->name, "quietMs", num(b, quiet / SF_NSEC_PER_MSEC), NULL);
 	r->next_fresh = 1;
+	if (r->stalled)
+		r->stall_at_ns = 0; /* the fault lasts until the watchdog acts */
+	r->stalled = 0;
 	interrupt(r, NEXT_WATCH);
 }
 
@@ -1137,6 +1152,8 @@ int sf_reflector_start(sf_reflector *r)
 			uv_timer_start(t, on_wdog, tick, tick);
 		}
 	}
+	if (r->stall_after_ms > 0)
+		r->stall_at_ns = sf_mono_ns() + (int64_t)r->stall_after_ms * SF_NSEC_PER_MSEC;
 	sf_log_debug(LOGGER, "starting", "resource", r->name, NULL);
 	list_start(r);
 	return 0;

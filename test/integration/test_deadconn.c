@@ -13,7 +13,16 @@
  *     connection is shut down and the watch resumes on a new one;
  *   - a follower whose connections went half-open takes over when the
  *     leader is killed, within the lease duration plus the election's
- *     request timeout, and then reconciles.
+ *     request timeout, and then reconciles;
+ *   - a leader whose AppWrapper watch stream alone stalls (its connection,
+ *     the election and every other request stay healthy) restarts that
+ *     watch when its progress watchdog fires and catches up, still leader.
+ *     A TCP-level proxy cannot stall one HTTP/2 stream of a connection, so
+ *     this one is the test build's fault point WATCH_STALL_AFTER_MS.
+ *
+ * The leader whose whole connection is cut off (fence closed at the renew
+ * deadline, another replica takes over) is test_election_chaos.c's
+ * cut_off_leader_fences_before_another_acquires_and_rejoins.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -22,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/awapi.h"
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
@@ -180,4 +190,66 @@ Test(deadconn, a_follower_on_a_half_open_connection_takes_over)
 	        "after it\n",
 	        s, r);
 	cr_assert(tl_ctl_alive(b));
+}
+
+static void create_aw(const char *name)
+{
+	char body[512];
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"" SF_AW_KIND
+	         "\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"suspend\":true,"
+	         "\"components\":[]}}",
+	         name);
+	tl_aw_create(&W, body);
+}
+
+Test(deadconn, a_stalled_watch_stream_is_restarted_by_its_watchdog)
+{
+	/* the AppWrapper watch stalls 2 s after start; the watchdog's bound is
+	 * 3 s here (150 s by default: 2.5 bookmark intervals) */
+	const long bound_ms = 3000;
+	const char *env[] = {"STEADFAST_FAULT_WATCH_STALL_AFTER_MS=2000",
+	                     "STEADFAST_FAULT_WATCH_PROGRESS_TIMEOUT_MS=3000", NULL};
+	tl_ctl_opts o = {
+	    .ns = NS, .lease = "steadfast-test", .id = "stall", .env = env, .faults = 1};
+	tl_ctl *a = tl_ctl_start(&K.loop, &o);
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, a, "\"msg\":\"reconciling\"", 0, 30000), 0);
+	/* AppWrappers until one of their events meets the stalled stream */
+	int i = 0;
+	while (tl_ctl_count(a, "the watch stream stalls", 0) == 0) {
+		cr_assert_lt(i, 20, "the watch never stalled");
+		char name[32];
+		snprintf(name, sizeof(name), "probe-%d", i++);
+		create_aw(name);
+		tl_ctl_wait_log(&K.loop, a, "the watch stream stalls", 0, 1000);
+	}
+	size_t from = tl_ctl_nlines(a);
+	int64_t t0 = sf_mono_ns();
+	create_aw("during");
+	tl_aw_wait_phase(&W, "during", "Suspended", 20000);
+	double s = (double)(sf_mono_ns() - t0) / 1e9;
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, a,
+	                              "watch made no progress; watching again on a fresh "
+	                              "connection\",\"resource\":\"" SF_AW_RESOURCE "\"",
+	                              from, 1000),
+	              0, "reconciled without a watch restart: the stall was not exercised");
+	/* within the bound, its tick (a quarter of it) and a relist */
+	cr_assert_lt(s, (double)bound_ms / 1000 * 1.25 + 3.0, "caught up %.1f s after", s);
+	for (int k = 0; k < i; k++) {
+		char name[32];
+		snprintf(name, sizeof(name), "probe-%d", k);
+		tl_aw_wait_phase(&W, name, "Suspended", 10000);
+	}
+	cr_assert_eq(tl_ctl_count(a, "stopped leading", 0), 0, "the stall cost the leadership");
+	sf_buf m = {0};
+	cr_assert_eq(tl_ctl_http_get(tl_ctl_port(&K.loop, a, "metrics"), "/metrics", &m), 200);
+	/* (the quiet pod watch restarts too with so short a bound) */
+	const char *mr = m.data ? strstr(m.data, "\nsteadfast_watch_restarts_total ") : NULL;
+	cr_assert(mr && atol(mr + strlen("\nsteadfast_watch_restarts_total ")) >= 1, "%s",
+	          m.data ? m.data : "");
+	sf_buf_free(&m);
+	fprintf(stderr,
+	        "stalled watch stream: an AppWrapper created during the stall reconciled %.2f s "
+	        "later (watchdog bound %.1f s), still leader\n",
+	        s, (double)bound_ms / 1000);
 }
