@@ -33,6 +33,9 @@
 #include "steadfast/time.h"
 #include "tl.h"
 
+/* the labels of this file's ConfigMaps */
+#define INF_LABELS "\"app\":\"informer-test\""
+
 static tl_kube I;            /* the informer's client and loop */
 static tl_kube W;            /* the writer's */
 static sf_informer *RUNNING; /* stopped by teardown if a test failed early */
@@ -206,32 +209,6 @@ static void wait_events(const evlog *l, int n)
 }
 
 /* Writes through W; returns the object's new resourceVersion in rv. */
-static void cm_write(const char *method, const char *ns, const char *name, const char *value,
-                     char *rv, size_t rvlen)
-{
-	char body[512];
-	snprintf(body, sizeof(body),
-	         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
-	         "\"labels\":{\"app\":\"informer-test\"}},\"data\":{\"v\":\"%s\"}}",
-	         name, value ? value : "");
-	sf_kube_req req = {.method = method,
-	                   .gvr = &SF_GVR_CONFIGMAPS,
-	                   .ns = ns,
-	                   .name = strcmp(method, "POST") ? name : NULL};
-	if (strcmp(method, "DELETE") != 0) {
-		req.body = body;
-		req.body_len = strlen(body);
-	}
-	tl_res r;
-	tl_do(&W, &req, &r);
-	cr_assert(r.http_status >= 200 && r.http_status < 300, "%s %s/%s: %ld %s %s", method, ns,
-	          name, r.http_status, r.message, r.errmsg);
-	if (rv) {
-		cr_assert_not_null(r.obj);
-		snprintf(rv, rvlen, "%s", r.obj->rv);
-	}
-	tl_res_clear(&r);
-}
 
 /* A fresh LIST through W, into a plain store. The client hands the same
  * pointer to the item and the done callback: tl_res comes first. */
@@ -332,13 +309,13 @@ Test(informer, sees_creates_updates_deletes_in_order)
 	cr_assert_eq(l->n, 0, "namespace should start empty: %s", l->ev[0]);
 
 	char rv[8][32];
-	cm_write("POST", ns, "one", "1", rv[0], sizeof(rv[0]));
-	cm_write("POST", ns, "two", "1", rv[1], sizeof(rv[1]));
-	cm_write("PUT", ns, "one", "2", rv[2], sizeof(rv[2]));
-	cm_write("DELETE", ns, "two", NULL, rv[3], sizeof(rv[3]));
-	cm_write("PUT", ns, "one", "3", rv[4], sizeof(rv[4]));
-	cm_write("DELETE", ns, "one", NULL, rv[5], sizeof(rv[5]));
-	cm_write("POST", ns, "two", "again", rv[6], sizeof(rv[6]));
+	tl_cm_write(&W, "POST", ns, "one", INF_LABELS, "1", rv[0], sizeof(rv[0]));
+	tl_cm_write(&W, "POST", ns, "two", INF_LABELS, "1", rv[1], sizeof(rv[1]));
+	tl_cm_write(&W, "PUT", ns, "one", INF_LABELS, "2", rv[2], sizeof(rv[2]));
+	tl_cm_write(&W, "DELETE", ns, "two", INF_LABELS, NULL, rv[3], sizeof(rv[3]));
+	tl_cm_write(&W, "PUT", ns, "one", INF_LABELS, "3", rv[4], sizeof(rv[4]));
+	tl_cm_write(&W, "DELETE", ns, "one", INF_LABELS, NULL, rv[5], sizeof(rv[5]));
+	tl_cm_write(&W, "POST", ns, "two", INF_LABELS, "again", rv[6], sizeof(rv[6]));
 
 	/* the freshness wait for the last write is released by its event */
 	int fresh[2] = {0, 99};
@@ -387,7 +364,7 @@ Test(informer, freshness_wait_released_by_a_later_write)
 	wait_synced(inf);
 
 	char rv[32];
-	cm_write("POST", ns, "a", "1", rv, sizeof(rv));
+	tl_cm_write(&W, "POST", ns, "a", INF_LABELS, "1", rv, sizeof(rv));
 	/* the informer has not run since the write: it cannot know rv yet */
 	int res[2] = {0, 99};
 	cr_assert_eq(sf_informer_wait_rv(inf, rv, on_fresh, res, NULL), 0);
@@ -427,7 +404,7 @@ Test(informer, relist_after_410_matches_a_fresh_list)
 	for (int i = 0; i < 6; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "cm-%d", i);
-		cm_write("POST", ns, name, "v1", NULL, 0);
+		tl_cm_write(&W, "POST", ns, name, INF_LABELS, "v1", NULL, 0);
 	}
 	evlog *l = calloc(1, sizeof(*l));
 	sf_informer *inf = start_informer(ns, "app=informer-test", 0, l);
@@ -439,11 +416,11 @@ Test(informer, relist_after_410_matches_a_fresh_list)
 
 	/* Round 1: changes the informer does not see (its loop is idle). */
 	int mark = l->n;
-	cm_write("DELETE", ns, "cm-0", NULL, NULL, 0);
-	cm_write("DELETE", ns, "cm-1", NULL, NULL, 0);
-	cm_write("PUT", ns, "cm-2", "v2", NULL, 0);
-	cm_write("POST", ns, "cm-6", "v1", NULL, 0);
-	cm_write("POST", ns, "cm-7", "v1", NULL, 0);
+	tl_cm_write(&W, "DELETE", ns, "cm-0", INF_LABELS, NULL, NULL, 0);
+	tl_cm_write(&W, "DELETE", ns, "cm-1", INF_LABELS, NULL, NULL, 0);
+	tl_cm_write(&W, "PUT", ns, "cm-2", INF_LABELS, "v2", NULL, 0);
+	tl_cm_write(&W, "POST", ns, "cm-6", INF_LABELS, "v1", NULL, 0);
+	tl_cm_write(&W, "POST", ns, "cm-7", INF_LABELS, "v1", NULL, 0);
 	compact_etcd();
 	sf_reflector_stats before;
 	sf_reflector_stats_get(refl, &before);
@@ -470,9 +447,9 @@ Test(informer, relist_after_410_matches_a_fresh_list)
 	 * re-list. */
 	snprintf(old_rv, sizeof(old_rv), "%s", sf_informer_last_rv(inf));
 	mark = l->n;
-	cm_write("DELETE", ns, "cm-3", NULL, NULL, 0);
-	cm_write("PUT", ns, "cm-4", "v2", NULL, 0);
-	cm_write("POST", ns, "cm-8", "v1", NULL, 0);
+	tl_cm_write(&W, "DELETE", ns, "cm-3", INF_LABELS, NULL, NULL, 0);
+	tl_cm_write(&W, "PUT", ns, "cm-4", INF_LABELS, "v2", NULL, 0);
+	tl_cm_write(&W, "POST", ns, "cm-8", INF_LABELS, "v1", NULL, 0);
 	compact_etcd();
 	restart_apiserver();
 	sf_reflector_stats_get(refl, &before);
@@ -504,7 +481,7 @@ Test(informer, relist_after_410_matches_a_fresh_list)
 	/* the informer keeps working after the re-list */
 	mark = l->n;
 	char rv[32];
-	cm_write("PUT", ns, "cm-5", "v3", rv, sizeof(rv));
+	tl_cm_write(&W, "PUT", ns, "cm-5", INF_LABELS, "v3", rv, sizeof(rv));
 	wait_events(l, mark + 1);
 	cr_assert_eq(count_prefix(l, mark, "UPDATE cm-5 "), 1);
 

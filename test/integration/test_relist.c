@@ -187,31 +187,6 @@ static int informer_synced(void *ud)
 	return sf_informer_synced(ud);
 }
 
-static void cm_write(tl_kube *k, const char *method, const char *ns, const char *name,
-                     const char *value, char *rv, size_t rvlen)
-{
-	char body[512];
-	snprintf(body, sizeof(body),
-	         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"},"
-	         "\"data\":{\"v\":\"%s\"}}",
-	         name, value ? value : "");
-	sf_kube_req req = {.method = method,
-	                   .gvr = &SF_GVR_CONFIGMAPS,
-	                   .ns = ns,
-	                   .name = strcmp(method, "POST") ? name : NULL};
-	if (strcmp(method, "DELETE") != 0) {
-		req.body = body;
-		req.body_len = strlen(body);
-	}
-	tl_res r;
-	tl_do(k, &req, &r);
-	cr_assert(r.http_status >= 200 && r.http_status < 300, "%s %s/%s: %ld %s", method, ns, name,
-	          r.http_status, r.message);
-	if (rv)
-		snprintf(rv, rvlen, "%s", r.obj ? r.obj->rv : "");
-	tl_res_clear(&r);
-}
-
 typedef struct until_obj {
 	sf_informer *inf;
 	const char *ns, *name, *rv; /* rv NULL: until it is gone */
@@ -249,7 +224,7 @@ Test(relist, watch_list_syncs_from_one_consistent_stream_and_sees_changes)
 	for (int i = 0; i < 3; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "cm-%d", i);
-		cm_write(&W, "POST", ns, name, "1", NULL, 0);
+		tl_cm_write(&W, "POST", ns, name, NULL, "1", NULL, 0);
 	}
 	long mark = audit_lines(audit);
 	sf_informer *inf = start_informer(&I, ns, 0);
@@ -262,9 +237,9 @@ Test(relist, watch_list_syncs_from_one_consistent_stream_and_sees_changes)
 	cr_assert_eq(st.watch_list_fallbacks, 0);
 
 	char rv[3][32];
-	cm_write(&W, "POST", ns, "cm-3", "1", rv[0], sizeof(rv[0]));
-	cm_write(&W, "PUT", ns, "cm-0", "2", rv[1], sizeof(rv[1]));
-	cm_write(&W, "DELETE", ns, "cm-1", NULL, NULL, 0);
+	tl_cm_write(&W, "POST", ns, "cm-3", NULL, "1", rv[0], sizeof(rv[0]));
+	tl_cm_write(&W, "PUT", ns, "cm-0", NULL, "2", rv[1], sizeof(rv[1]));
+	tl_cm_write(&W, "DELETE", ns, "cm-1", NULL, NULL, NULL, 0);
 	wait_obj(&I, inf, ns, "cm-3", rv[0]);
 	wait_obj(&I, inf, ns, "cm-0", rv[1]);
 	wait_obj(&I, inf, ns, "cm-1", NULL);
@@ -298,12 +273,12 @@ Test(relist, a_relist_after_a_watch_410_is_not_older_than_the_last_version)
 		char ns[64], needle[128], rv[32], old_rv[32];
 		tl_namespace(&W, "it-relist", ns, sizeof(ns));
 		snprintf(needle, sizeof(needle), "/namespaces/%s/configmaps?", ns);
-		cm_write(&W, "POST", ns, "a", "1", old_rv, sizeof(old_rv));
-		cm_write(&W, "POST", ns, "b", "1", NULL, 0);
-		cm_write(&W, "POST", ns, "c", "1", NULL, 0);
+		tl_cm_write(&W, "POST", ns, "a", NULL, "1", old_rv, sizeof(old_rv));
+		tl_cm_write(&W, "POST", ns, "b", NULL, "1", NULL, 0);
+		tl_cm_write(&W, "POST", ns, "c", NULL, "1", NULL, 0);
 		sf_informer *inf = start_informer(&I, ns, wl);
 		cr_assert_eq(tl_run_until_fn(&I.loop, informer_synced, inf, 30000), 0);
-		cm_write(&W, "POST", ns, "d", "1", rv, sizeof(rv));
+		tl_cm_write(&W, "POST", ns, "d", NULL, "1", rv, sizeof(rv));
 		wait_obj(&I, inf, ns, "d", rv);
 		long long last = atoll(sf_informer_last_rv(inf));
 		sf_reflector_stats before = stats_of(inf);
@@ -314,7 +289,7 @@ Test(relist, a_relist_after_a_watch_410_is_not_older_than_the_last_version)
 		             0);
 		cr_assert_eq(sf_reflector_rewatch_from(sf_informer_reflector(inf), old_rv), 0);
 		/* the relist has been made once a later write is seen */
-		cm_write(&W, "POST", ns, "e", "1", rv, sizeof(rv));
+		tl_cm_write(&W, "POST", ns, "e", NULL, "1", rv, sizeof(rv));
 		wait_obj(&I, inf, ns, "e", rv);
 		sf_reflector_stats after = stats_of(inf);
 		cr_assert_geq(after.gone, before.gone + 1, "no 410 from the restarted server");
@@ -363,7 +338,7 @@ Test(relist, the_freshness_barrier_is_a_quorum_read_asked_after_its_moment)
 		snprintf(needle, sizeof(needle), "/namespaces/%s/configmaps?", ns);
 		sf_informer *inf = start_informer(&I, ns, wl);
 		cr_assert_eq(tl_run_until_fn(&I.loop, informer_synced, inf, 30000), 0);
-		cm_write(&W, "POST", ns, "a", "1", rv, sizeof(rv));
+		tl_cm_write(&W, "POST", ns, "a", NULL, "1", rv, sizeof(rv));
 		wait_obj(&I, inf, ns, "a", rv);
 		long mark = audit_lines(audit);
 		int64_t since = sf_mono_ns();
@@ -426,7 +401,7 @@ Test(relist_nowl, a_refused_watch_list_falls_back_to_list_and_watch)
 	k2_open = 1;
 	tl_namespace(&K2, "it-nowl", ns, sizeof(ns));
 	snprintf(needle, sizeof(needle), "/namespaces/%s/configmaps?", ns);
-	cm_write(&K2, "POST", ns, "a", "1", NULL, 0);
+	tl_cm_write(&K2, "POST", ns, "a", NULL, "1", NULL, 0);
 	long mark = audit_lines(audit);
 	sf_informer *inf = start_informer(&K2, ns, 0);
 	cr_assert_eq(tl_run_until_fn(&K2.loop, informer_synced, inf, 30000), 0, "not synced");
@@ -436,7 +411,7 @@ Test(relist_nowl, a_refused_watch_list_falls_back_to_list_and_watch)
 	cr_assert_eq(st.watch_lists, 0);
 	cr_assert_eq(st.backoffs, 0, "the fallback waited");
 	/* and it watches */
-	cm_write(&K2, "POST", ns, "b", "1", rv, sizeof(rv));
+	tl_cm_write(&K2, "POST", ns, "b", NULL, "1", rv, sizeof(rv));
 	wait_obj(&K2, inf, ns, "b", rv);
 
 	audit_req r[MAX_REQS];

@@ -389,3 +389,30 @@ tp_proxy *tl_api_proxy(uv_loop_t *loop, const char *path)
 	cr_assert_eq(fclose(f), 0);
 	return p;
 }
+
+void tl_cm_write(tl_kube *k, const char *method, const char *ns, const char *name,
+                 const char *labels, const char *value, char *rv, size_t rvlen)
+{
+	char body[1024];
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+	         "\"labels\":{%s}},\"data\":{\"v\":\"%s\"}}",
+	         name, labels ? labels : "", value ? value : "");
+	sf_kube_req req = {.method = method,
+	                   .gvr = &SF_GVR_CONFIGMAPS,
+	                   .ns = ns,
+	                   .name = strcmp(method, "POST") ? name : NULL};
+	if (strcmp(method, "DELETE") != 0) {
+		req.body = body;
+		req.body_len = strlen(body);
+	}
+	tl_res r;
+	tl_do(k, &req, &r);
+	cr_assert(r.http_status >= 200 && r.http_status < 300, "%s %s/%s: %ld %s %s", method, ns,
+	          name, r.http_status, r.message, r.errmsg ? r.errmsg : "");
+	if (rv) {
+		cr_assert_not_null(r.obj);
+		snprintf(rv, rvlen, "%s", r.obj->rv);
+	}
+	tl_res_clear(&r);
+}

@@ -61,6 +61,12 @@ void tl_kube_close(tl_kube *k);
 
 /* Synchronous helpers on top of tl_kube: each runs the loop until done. */
 void tl_do(tl_kube *k, const sf_kube_req *req, tl_res *out);
+/* POST, PUT or DELETE of ConfigMap ns/name with data {"v": value} and the
+ * given labels (a JSON object's members, e.g. "\"app\":\"x\"", or NULL);
+ * fails the test unless it succeeds; rv (if not NULL) gets the answer's
+ * resourceVersion. */
+void tl_cm_write(tl_kube *k, const char *method, const char *ns, const char *name,
+                 const char *labels, const char *value, char *rv, size_t rvlen);
 /* Creates a namespace named "<prefix>-<random>" and returns its name. */
 const char *tl_namespace(tl_kube *k, const char *prefix, char *buf, size_t n);
 /* Deletes a namespace (does not wait for it to go). */
