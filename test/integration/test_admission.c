@@ -514,6 +514,59 @@ Test(admission, pod_set_without_path_is_refused)
 	expect_refused(&K, yaml, 422, POLICY, "spec.components[0].podSets[1].path", NULL);
 }
 
+/* A Job of 3 parallel pods and 2 completions (2 pods inferred) declaring
+ * podSets; the rest of the AppWrapper around it. */
+#define JOB_DECLARING(podsets)                                                                     \
+	AW_OPEN("declaring")                                                                       \
+	"  - template: {apiVersion: batch/v1, kind: Job, metadata: {name: j},\n"                   \
+	"               spec: {parallelism: 3, completions: 2, template: {spec: {\n"               \
+	"                 restartPolicy: Never, containers: [{name: main, image: busybox}]}}}}\n"  \
+	"    podSets: " podsets "\n"
+
+Test(admission, declared_pod_sets_contradicting_the_inferred_are_refused)
+{
+	static const struct {
+		const char *yaml, *why;
+	} bad[] = {
+	    {JOB_DECLARING("[{path: template.spec.template, replicas: 3}]"),
+	     "spec.components[0].podSets: the pod set with path template.spec.template declares "
+	     "other replicas than the 2 inferred for Job"},
+	    {JOB_DECLARING("[{path: template.spec.template}]"), "other replicas than the 2"},
+	    {JOB_DECLARING("[{path: template.spec.x, replicas: 2}]"),
+	     "spec.components[0].podSets: no pod set declared with path template.spec.template"},
+	    {JOB_DECLARING("[{path: template.spec.template, replicas: 2}, {path: template}]"),
+	     "spec.components[0].podSets: 2 pod sets declared, but 1 inferred for Job"},
+	    {JOB_DECLARING("[{path: template.spec.template, replicas: 2},\n"
+	                   "              {path: template.spec.template, replicas: 2}]"),
+	     "spec.components[0].podSets: duplicate pod sets with path template.spec.template"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_refused(&K, bad[i].yaml, 422, POLICY, bad[i].why, NULL);
+	/* what inference says, declared, is fine; so is any kind it does not know */
+	static const char *const good[] = {
+	    JOB_DECLARING("[{path: template.spec.template, replicas: 2}]"),
+	    AW_OPEN(
+	        "jobset") "  - template:\n"
+	                  "      apiVersion: jobset.x-k8s.io/v1alpha2\n      kind: JobSet\n"
+	                  "      metadata: {name: js}\n      spec:\n        replicatedJobs:\n"
+	                  "        - name: a\n          replicas: 2\n          template:\n"
+	                  "            spec: {parallelism: 2, template: {spec: {containers: []}}}\n"
+	                  "    podSets:\n"
+	                  "    - {path: 'template.spec.replicatedJobs[0].template.spec.template',"
+	                  " replicas: 4}\n",
+	    AW_OPEN(
+	        "unknown-kind") "  - template: {apiVersion: apps/v1, kind: ReplicaSet, metadata: "
+	                        "{name: r}}\n    podSets: [{path: template.spec.template, "
+	                        "replicas: 5}, {path: x}]\n",
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		tl_res r;
+		aw_post(&K, good[i], 0, &r);
+		cr_expect_eq(r.http_status, 201, "good %zu: %ld %s", i, r.http_status, r.message);
+		tl_res_clear(&r);
+	}
+}
+
 Test(admission, nested_appwrapper_is_refused)
 {
 	static const char yaml[] =
