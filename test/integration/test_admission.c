@@ -3,10 +3,13 @@
  * ValidatingAdmissionPolicies and the MutatingAdmissionPolicy of
  * manifests/admission (docs/admission.md), on the real control plane.
  *
- * No controller runs in this suite, at any time: every refusal and every
- * default below comes from the API server, which is the point of the
+ * No controller runs in this suite except in its last test: every refusal
+ * and every default comes from the API server, which is the point of the
  * route (admission keeps working with every replica down). The suite
  * checks that no admission webhook for AppWrappers is registered either.
+ * The last test runs a controller under the policies through a whole
+ * lifecycle (its and Kueue's writes pass them), kills it, and shows
+ * admission unchanged.
  *
  * Each test installs the manifests' policies under names suffixed with
  * its fresh namespace, bound to that namespace only (a namespaceSelector
@@ -23,6 +26,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +37,12 @@
 #include "steadfast/client.h"
 #include "steadfast/jdoc.h"
 #include "steadfast/json.h"
+#include "steadfast/log.h"
 #include "steadfast/time.h"
 #include "steadfast/yaml.h"
 #include "tl.h"
 #include "tl_aw.h"
+#include "tl_ctl.h"
 
 #define ADM_DIR "manifests/admission"
 #define POLICY "appwrappers.workload.codeflare.dev"
@@ -295,6 +301,7 @@ static int probe_rbac(const tl_res *r)
 static void setup(void)
 {
 	srand((unsigned)sf_mono_ns());
+	sf_log_set_level(getenv("SF_DEBUG") ? SF_LOG_DEBUG : SF_LOG_WARN);
 	tl_kube_open(&K, NULL, NULL);
 	tl_kube_open(&L, tl_env("STEADFAST_LOWPRIV_KUBECONFIG"), NULL);
 	tl_aw_install_crd(&K);
@@ -416,6 +423,60 @@ Test(admission, kind_without_resource_mapping_is_refused_naming_the_kind)
 	expect_refused(&K, yaml, 403, RBAC_POLICY, "spec.components[0].template",
 	               "kind Widget.example.com (apiVersion example.com/v1)",
 	               "no resource in ConfigMap steadfast-admission", NULL);
+}
+
+/* One component of each kind: name, apiVersion, kind, extra fields. */
+static const char *const KINDS[][3] = {
+    {"v1", "Pod", "spec: {containers: [{name: main, image: busybox}]}"},
+    {"v1", "Service", "spec: {ports: [{port: 80}]}"},
+    {"v1", "ConfigMap", "data: {a: b}"},
+    {"v1", "Secret", "data: {}"},
+    {"v1", "ServiceAccount", "automountServiceAccountToken: false"},
+    {"v1", "PersistentVolumeClaim",
+     "spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}"},
+    {"apps/v1", "ReplicaSet", "spec: {}"},
+    {"apps/v1", "Deployment", "spec: {}"},
+    {"apps/v1", "StatefulSet", "spec: {}"},
+    {"batch/v1", "Job", "spec: {}"},
+    {"jobset.x-k8s.io/v1alpha2", "JobSet", "spec: {}"},
+};
+
+static char *kinds_aw(const char *name, size_t n)
+{
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	cr_assert_eq(sf_buf_printf(&b, AW_HEAD, name, "", ""), 0);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(sf_buf_printf(&b,
+		                           "  - template: {apiVersion: %s, kind: %s, metadata: "
+		                           "{name: c%zu}, %s}\n",
+		                           KINDS[i][0], KINDS[i][1], i, KINDS[i][2]),
+		             0);
+	return sf_buf_detach(&b, NULL);
+}
+
+/* The authorizer is consulted once per distinct resource, within the API
+ * server's cost limits: 10 kinds are checked, an 11th is refused rather
+ * than left unchecked, and many components of one kind cost one check. */
+Test(admission, authorization_is_bounded_by_distinct_kinds_not_components)
+{
+	char *ten = kinds_aw("ten-kinds", 10);
+	tl_res r;
+	aw_post(&K, ten, 0, &r);
+	cr_expect_eq(r.http_status, 201, "10 kinds: %ld %s", r.http_status, r.message);
+	tl_res_clear(&r);
+	free(ten);
+	char *eleven = kinds_aw("eleven-kinds", 11);
+	expect_refused(&K, eleven, 403, RBAC_POLICY,
+	               "spec.components: 11 different kinds of component; at most 10", NULL);
+	free(eleven);
+	/* 19 Pods are one check: the pod-set limit answers, not a cost error */
+	char *pods = pods_aw("many", 19, "", "", "");
+	aw_post(&L, pods, 0, &r);
+	cr_expect(r.http_status == 403 || r.http_status == 422, "%ld %s", r.http_status, r.message);
+	cr_expect(!has(r.message, "cost"), "%s", r.message);
+	tl_res_clear(&r);
+	free(pods);
 }
 
 /* Every kind of the ConfigMap that this cluster serves maps to the
@@ -851,4 +912,55 @@ Test(admission, enforced_by_the_api_server_with_no_controller)
 	cr_expect(has_finalizer(r.obj) && suspended(r.obj), "not defaulted: %s", r.obj->json);
 	tl_res_clear(&r);
 	free(aw);
+}
+
+/* ---- with a controller, then with none ---- */
+
+static int aw_gone(void *ud)
+{
+	return tl_aw_cached(ud, "carried") == NULL;
+}
+
+Test(admission, controller_writes_pass_and_admission_outlives_the_last_replica)
+{
+	tl_aw_watch w = {0};
+	tl_aw_watch_start(&w, &K, NS);
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-adm", .id = "adm"};
+	tl_ctl *c = tl_ctl_start(&K.loop, &o);
+	char *aw = pods_aw("carried", 1, "", "", "");
+	tl_res r;
+	aw_post(&K, aw, 1, &r);
+	cr_assert_eq(r.http_status, 201, "%ld %s", r.http_status, r.message);
+	tl_res_clear(&r);
+	/* the controller's patches (defaults, status) and Kueue's admission
+	 * are updates the policies allow */
+	tl_aw_wait_phase(&w, "carried", "Suspended", 30000);
+	tl_aw_admit(&w, "carried", NULL);
+	tl_aw_wait_phase(&w, "carried", "Running", 30000);
+	char pod[254];
+	tl_aw_pod_ready(&w, "carried", pod, sizeof(pod), 30000);
+	tl_aw_kubelet(&w, pod, "Succeeded", 0, NULL);
+	tl_aw_wait_phase(&w, "carried", "Succeeded", 30000);
+	/* deletion: the controller removes the finalizer the policy added */
+	cr_assert(tl_aw_req(&w, "DELETE", &SF_GVR_APPWRAPPERS, "carried", NULL, NULL) < 300);
+	cr_assert_eq(tl_run_until_fn(&K.loop, aw_gone, &w, 60000), 0,
+	             "the AppWrapper was not deleted");
+	cr_assert(tl_ctl_alive(c));
+	/* the last replica dies: admission is unchanged */
+	tl_ctl_signal(c, SIGKILL);
+	int64_t status = 0;
+	int sig = 0;
+	cr_assert_eq(tl_ctl_wait_exit(&K.loop, c, 10000, &status, &sig), 0);
+	expect_refused(&L, aw, 403, RBAC_POLICY, "spec.components[0].template",
+	               "not authorized to create pods", NULL);
+	char *many = pods_aw("many", 9, "", "", "");
+	expect_refused(&K, many, 422, POLICY, "components contain 9 pod sets", NULL);
+	free(many);
+	aw_post(&K, aw, 1, &r);
+	cr_assert_eq(r.http_status, 201, "%ld %s", r.http_status, r.message);
+	cr_expect(has_finalizer(r.obj) && suspended(r.obj), "not defaulted: %s", r.obj->json);
+	tl_res_clear(&r);
+	free(aw);
+	tl_ctl_stop_all(&K.loop);
+	tl_aw_watch_stop(&w);
 }
