@@ -8,8 +8,9 @@
  * kustomization feature it does not model, rather than silently checking
  * something else than kustomize would build). Then:
  *   - the tree is complete: every manifest file is reached, each kind the
- *     deployment needs is there once, namespaces and image agree with
- *     manifests/default;
+ *     deployment needs is there once (the admission policies of
+ *     manifests/admission as many times as they should be), namespaces,
+ *     the policy bindings' paramRefs and image agree with manifests/default;
  *   - the Deployment agrees with the rest: its args parse with the
  *     binary's own flag parser and the ConfigMap's config, probe and
  *     metrics ports and paths match the config, Service and
@@ -60,6 +61,8 @@
 #define MAX_FILES 64
 #define MAX_DOCS 128
 #define SM_CRD_NAME "servicemonitors.monitoring.coreos.com"
+#define OPERATOR_CM "steadfast-operator-config"
+#define ADMISSION_CM "steadfast-admission"
 
 /* ---- the kustomization reader ---- */
 
@@ -230,6 +233,24 @@ static const mdoc *only(const mset *m, const char *kind)
 	return f;
 }
 
+/* The document of this kind and name; fails the test unless there is one. */
+static const mdoc *named(const mset *m, const char *kind, const char *name)
+{
+	for (size_t i = 0; i < m->ndocs; i++)
+		if (strcmp(m->docs[i].kind, kind) == 0 && strcmp(m->docs[i].name, name) == 0)
+			return &m->docs[i];
+	cr_assert_fail("no %s %s reachable from " DEFAULT_DIR, kind, name);
+	return NULL;
+}
+
+static size_t count_kind(const mset *m, const char *kind)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->ndocs; i++)
+		n += strcmp(m->docs[i].kind, kind) == 0;
+	return n;
+}
+
 static sf_jv root_of(const mdoc *d)
 {
 	return sf_jv_root(d->json, strlen(d->json));
@@ -238,7 +259,8 @@ static sf_jv root_of(const mdoc *d)
 static int cluster_scoped(const char *kind)
 {
 	return strcmp(kind, "Namespace") == 0 || strcmp(kind, "CustomResourceDefinition") == 0 ||
-	       strcmp(kind, "ClusterRole") == 0 || strcmp(kind, "ClusterRoleBinding") == 0;
+	       strcmp(kind, "ClusterRole") == 0 || strcmp(kind, "ClusterRoleBinding") == 0 ||
+	       strstr(kind, "AdmissionPolicy") != NULL; /* and their bindings */
 }
 
 /* ---- small JSON helpers ---- */
@@ -339,7 +361,7 @@ static int has_verb(const char *verbs, const char *v)
 /* The operator config of the ConfigMap (data["config.yaml"]), malloc'd. */
 static char *operator_config(const mset *m, const char *key)
 {
-	const mdoc *cm = only(m, "ConfigMap");
+	const mdoc *cm = named(m, "ConfigMap", OPERATOR_CM);
 	char *cfg = sf_jv_strdup(sf_jv_get(sf_jv_get(root_of(cm), "data"), key));
 	cr_assert(cfg, "ConfigMap %s has no data key %s", cm->name, key);
 	return cfg;
@@ -468,22 +490,22 @@ Test(manifests, kustomization_reaches_every_manifest_once)
 {
 	mset m;
 	mset_load(&m);
-	static const char *const kinds[] = {"CustomResourceDefinition",
-	                                    "Namespace",
-	                                    "ServiceAccount",
-	                                    "ClusterRole",
-	                                    "ClusterRoleBinding",
-	                                    "Role",
-	                                    "RoleBinding",
-	                                    "ConfigMap",
-	                                    "Deployment",
-	                                    "PodDisruptionBudget",
-	                                    "Service",
-	                                    "ServiceMonitor",
-	                                    NULL};
+	static const char *const kinds[] = {
+	    "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
+	    "ClusterRoleBinding",       "Role",      "RoleBinding",    "Deployment",
+	    "PodDisruptionBudget",      "Service",   "ServiceMonitor", NULL};
 	for (size_t i = 0; kinds[i]; i++)
 		only(&m, kinds[i]);
-	cr_assert_eq(m.ndocs, 12, "%zu documents; expected one of each of 12 kinds", m.ndocs);
+	/* the operator config and the admission policies' parameters */
+	named(&m, "ConfigMap", OPERATOR_CM);
+	named(&m, "ConfigMap", ADMISSION_CM);
+	cr_assert_eq(count_kind(&m, "ConfigMap"), 2);
+	/* manifests/admission: two validating policies, one mutating, bound */
+	cr_assert_eq(count_kind(&m, "ValidatingAdmissionPolicy"), 2);
+	cr_assert_eq(count_kind(&m, "ValidatingAdmissionPolicyBinding"), 2);
+	cr_assert_eq(count_kind(&m, "MutatingAdmissionPolicy"), 1);
+	cr_assert_eq(count_kind(&m, "MutatingAdmissionPolicyBinding"), 1);
+	cr_assert_eq(m.ndocs, 19, "%zu documents; expected 19", m.ndocs);
 
 	/* no manifest file is left out of the build */
 	char *all[MAX_FILES];
@@ -510,6 +532,19 @@ Test(manifests, kustomization_reaches_every_manifest_once)
 			cr_expect_str_eq(d->ns, m.ns, "%s: %s %s is in namespace '%s', not %s",
 			                 d->file, d->kind, d->name, d->ns, m.ns);
 	}
+	/* kustomize's namespace transform does not reach a policy binding's
+	 * paramRef, so the file must name the namespace itself */
+	for (size_t i = 0; i < m.ndocs; i++) {
+		sf_jv pr = sf_jv_path(root_of(&m.docs[i]), "spec.paramRef");
+		if (!sf_jv_ok(pr))
+			continue;
+		cr_expect(sf_jv_streq(sf_jv_get(pr, "namespace"), m.ns),
+		          "%s: %s %s: spec.paramRef.namespace is not %s", m.docs[i].file,
+		          m.docs[i].kind, m.docs[i].name, m.ns);
+		cr_expect(sf_jv_streq(sf_jv_get(pr, "name"), ADMISSION_CM),
+		          "%s: %s %s: spec.paramRef.name is not %s", m.docs[i].file, m.docs[i].kind,
+		          m.docs[i].name, ADMISSION_CM);
+	}
 	/* the images transform applies to the Deployment's container */
 	const mdoc *dep = only(&m, "Deployment");
 	char image[512] = "";
@@ -531,7 +566,7 @@ Test(manifests, deployment_agrees_with_config_services_and_rbac)
 {
 	mset m;
 	mset_load(&m);
-	const mdoc *dep = only(&m, "Deployment"), *cm = only(&m, "ConfigMap");
+	const mdoc *dep = only(&m, "Deployment"), *cm = named(&m, "ConfigMap", OPERATOR_CM);
 	const mdoc *sa = only(&m, "ServiceAccount"), *role = only(&m, "Role");
 	const mdoc *rb = only(&m, "RoleBinding"), *cr = only(&m, "ClusterRole");
 	const mdoc *crb = only(&m, "ClusterRoleBinding"), *svc = only(&m, "Service");
