@@ -11,8 +11,9 @@
  *   - exec credential plugins (client.authentication.k8s.io/v1 and
  *     v1beta1), run as client-go runs them: KUBERNETES_EXEC_INFO set, the
  *     ExecCredential on stdout parsed, the result cached until its
- *     expirationTimestamp (re-run SF_CRED_EXEC_MARGIN_S before it) or a 401
- *     answer (sf_cred_exec_invalidate).
+ *     expirationTimestamp (re-run in the background SF_CRED_EXEC_MARGIN_S
+ *     before it, the old one used until then) or a 401 answer
+ *     (sf_cred_exec_invalidate).
  *
  * The plugin runs asynchronously on a libuv loop (sf_cred_exec_refresh_async,
  * what the REST client uses): the loop goes on serving timers and watches
@@ -111,8 +112,10 @@ typedef void (*sf_cred_exec_cb)(void *ud, int rc, const char *err);
 
 /* Makes sure a current credential is cached, without blocking: the plugin
  * runs when none is cached, after sf_cred_exec_invalidate, or when the
- * expiry is near. Returns 0 when the cached one is current (cb is not
- * called); SF_CRED_EXEC_PENDING when a run is in flight on loop (this
+ * expiry is near. Returns 0 when the cached one may be used now (cb is not
+ * called): it is current, or it expires within SF_CRED_EXEC_MARGIN_S and a
+ * run renewing it is started in the background (unless one failed less
+ * than SF_CRED_EXEC_RETRY_MS ago); SF_CRED_EXEC_PENDING when a run is in flight on loop (this
  * call's or an earlier one's): cb(ud, ...) will be called once from the
  * loop, *w (if w) is the wait to cancel; or negative errno with err set,
  * without a run: the plugin could not be started, the last run failed less

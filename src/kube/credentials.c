@@ -562,6 +562,11 @@ static void run_deliver(cred_run *r)
 		record(e, rc, msg, r->t0);
 		e->run = NULL;
 		r->e = NULL;
+		if (rc && !r->waiters)
+			sf_log_warn(CRED_LOGGER,
+			            "exec credential plugin failed; the current credential is used "
+			            "until it expires",
+			            "error", msg, (char *)NULL);
 		/* a waiter's callback may cancel later waiters or start a new
 		 * run: take them one at a time */
 		while (r->waiters) {
@@ -753,6 +758,28 @@ static int run_start(sf_cred_exec *e, uv_loop_t *loop, char *why, size_t whylen)
 	return 0;
 }
 
+/* run_start, or its failure recorded and described in err. */
+static int start(sf_cred_exec *e, uv_loop_t *loop, char *err, size_t errlen)
+{
+	char why[160];
+	int rc = run_start(e, loop, why, sizeof(why));
+	if (!rc)
+		return 0;
+	char msg[sizeof(e->fail_msg)];
+	sf_buf none;
+	sf_buf_init(&none, 0);
+	rc = run_result(e, rc, why, 0, 0, &none, &none, msg, sizeof(msg));
+	record(e, rc, msg, 0);
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+	return rc;
+}
+
+static int failed_lately(const sf_cred_exec *e)
+{
+	return e->fail_rc && sf_mono_ns() - e->fail_ns < SF_CRED_EXEC_RETRY_MS * SF_NSEC_PER_MSEC;
+}
+
 int sf_cred_exec_refresh_async(sf_cred_exec *e, uv_loop_t *loop, sf_cred_exec_cb cb, void *ud,
                                sf_cred_exec_wait **out, char *err, size_t errlen)
 {
@@ -760,32 +787,28 @@ int sf_cred_exec_refresh_async(sf_cred_exec *e, uv_loop_t *loop, sf_cred_exec_cb
 		*out = NULL;
 	if (!e->run && current(e))
 		return 0;
-	if (!e->run && e->fail_rc &&
-	    sf_mono_ns() - e->fail_ns < SF_CRED_EXEC_RETRY_MS * SF_NSEC_PER_MSEC) {
+	if (e->run && e->run->proc.loop != loop)
+		return exec_err(e, err, errlen, -EBUSY, "already running on another loop");
+	/* within the margin but not expired: renewed in the background, and
+	 * used meanwhile (a failed renewal is retried after the usual pause) */
+	if (e->valid && e->expiry_ns && sf_wall_ns() < e->expiry_ns) {
+		if (!e->run && !failed_lately(e))
+			(void)start(e, loop, NULL, 0);
+		return 0;
+	}
+	if (!e->run && failed_lately(e)) {
 		if (err && errlen)
 			snprintf(err, errlen, "%s", e->fail_msg);
 		return e->fail_rc;
 	}
-	if (e->run && e->run->proc.loop != loop)
-		return exec_err(e, err, errlen, -EBUSY, "already running on another loop");
+	if (!e->run) {
+		int rc = start(e, loop, err, errlen);
+		if (rc)
+			return rc;
+	}
 	sf_cred_exec_wait *w = calloc(1, sizeof(*w));
 	if (!w)
 		return exec_err(e, err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
-	if (!e->run) {
-		char why[160];
-		int rc = run_start(e, loop, why, sizeof(why));
-		if (rc) {
-			free(w);
-			char msg[sizeof(e->fail_msg)];
-			sf_buf none;
-			sf_buf_init(&none, 0);
-			rc = run_result(e, rc, why, 0, 0, &none, &none, msg, sizeof(msg));
-			record(e, rc, msg, 0);
-			if (err && errlen)
-				snprintf(err, errlen, "%s", msg);
-			return rc;
-		}
-	}
 	w->run = e->run;
 	w->cb = cb;
 	w->ud = ud;

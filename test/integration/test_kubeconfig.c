@@ -305,6 +305,17 @@ static int wall_reached(void *ud)
 	return sf_wall_ns() >= ((struct wait_wall *)ud)->until_ns;
 }
 
+struct expiry_wait {
+	tl_kube *k;
+	int64_t old_ns;
+};
+
+static int expiry_changed(void *ud)
+{
+	const struct expiry_wait *w = ud;
+	return w->k->cfg->exec->expiry_ns != w->old_ns;
+}
+
 Test(kubeconfig, exec_plugin_reruns_before_expiry)
 {
 	token_file("sa.token");
@@ -325,8 +336,17 @@ Test(kubeconfig, exec_plugin_reruns_before_expiry)
 	uv_timer_start(&wake, nothing, left_ms > 0 ? (uint64_t)left_ms : 0, 0);
 	cr_assert_eq(tl_run_until_fn(&k.loop, wall_reached, &w, 15000), 0);
 	uv_close((uv_handle_t *)&wake, NULL);
+	/* this request goes with the credential still valid; the plugin is
+	 * run again meanwhile, in the background */
+	struct expiry_wait ew = {&k, k.cfg->exec->expiry_ns};
 	expect_sa(&k);
-	cr_assert_eq(count_runs("runs"), 2, "the plugin was not run again before its expiry");
+	cr_assert_eq(k.cfg->exec->runs, 2, "the plugin was not run again before its expiry");
+	cr_assert_eq(tl_run_until_fn(&k.loop, expiry_changed, &ew, 15000), 0,
+	             "the background run gave no new credential");
+	cr_assert_eq(count_runs("runs"), 2);
+	cr_assert_gt(k.cfg->exec->expiry_ns, ew.old_ns);
+	expect_sa(&k);
+	cr_assert_eq(count_runs("runs"), 2, "the renewed credential was not used");
 	tl_kube_close(&k);
 }
 

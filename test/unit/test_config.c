@@ -1371,6 +1371,44 @@ Test(config, exec_plugin_async_one_run_for_all_waiters)
 	cr_assert_eq(uv_loop_close(&loop), 0);
 }
 
+Test(config, exec_plugin_async_renews_in_the_background_before_expiry)
+{
+	/* its credentials expire in 3 s: inside the 5 s margin, still valid */
+	put_script("plugin", "n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
+	                     "echo $((n + 1)) > \"$0.count\"\n"
+	                     "exp=$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)\n"
+	                     "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+	                     "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-'$((n + "
+	                     "1))'\",\"expirationTimestamp\":\"'$exp'\"}}'\n");
+	sf_kube_config *c =
+	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                        "      command: ./plugin\n"
+	                        "      interactiveMode: Never\n"));
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	struct exec_wait got = {0};
+	sf_cred_exec_wait *w;
+	char err[512] = "";
+	cr_assert_eq(
+	    sf_cred_exec_refresh_async(c->exec, &loop, exec_wait_cb, &got, &w, err, sizeof(err)),
+	    SF_CRED_EXEC_PENDING, "%s", err);
+	cr_assert_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	cr_assert_eq(got.rc, 0, "%s", got.err);
+	cr_assert_str_eq(c->exec->token, "tok-1");
+	/* usable now, renewed meanwhile */
+	cr_assert_eq(
+	    sf_cred_exec_refresh_async(c->exec, &loop, exec_wait_cb, &got, &w, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_null(w);
+	cr_assert_str_eq(c->exec->token, "tok-1");
+	cr_assert_eq(c->exec->runs, 2, "no renewal was started");
+	cr_assert_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	cr_assert_eq(got.calls, 1);
+	cr_assert_str_eq(c->exec->token, "tok-2");
+	sf_kube_config_free(c);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
 Test(config, exec_plugin_config_errors)
 {
 	expect_error(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
