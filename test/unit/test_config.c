@@ -1322,17 +1322,24 @@ static void exec_wait_cb(void *ud, int rc, const char *err)
 	snprintf(w->err, sizeof(w->err), "%s", err);
 }
 
+/* dir/plugin counts its runs in plugin.count, runs the shell lines pre and
+ * prints token tok-N (N its run) with the status members extra. */
+static sf_kube_config *counting_plugin(const char *pre, const char *extra)
+{
+	put_script("plugin", fmt("n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
+	                         "echo $((n + 1)) > \"$0.count\"\n%s"
+	                         "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+	                         "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-'$((n + "
+	                         "1))'\"%s}}'\n",
+	                         pre, extra));
+	return load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                           "      command: ./plugin\n"
+	                           "      interactiveMode: Never\n"));
+}
+
 Test(config, exec_plugin_async_one_run_for_all_waiters)
 {
-	put_script("plugin", "n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
-	                     "echo $((n + 1)) > \"$0.count\"\nsleep 0.3\n"
-	                     "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-	                     "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-'$((n + "
-	                     "1))'\"}}'\n");
-	sf_kube_config *c =
-	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
-	                        "      command: ./plugin\n"
-	                        "      interactiveMode: Never\n"));
+	sf_kube_config *c = counting_plugin("sleep 0.3\n", "");
 	uv_loop_t loop;
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	struct exec_wait got[3];
@@ -1374,16 +1381,8 @@ Test(config, exec_plugin_async_one_run_for_all_waiters)
 Test(config, exec_plugin_async_renews_in_the_background_before_expiry)
 {
 	/* its credentials expire in 3 s: inside the 5 s margin, still valid */
-	put_script("plugin", "n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
-	                     "echo $((n + 1)) > \"$0.count\"\n"
-	                     "exp=$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)\n"
-	                     "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-	                     "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-'$((n + "
-	                     "1))'\",\"expirationTimestamp\":\"'$exp'\"}}'\n");
-	sf_kube_config *c =
-	    load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
-	                        "      command: ./plugin\n"
-	                        "      interactiveMode: Never\n"));
+	sf_kube_config *c = counting_plugin("exp=$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)\n",
+	                                    ",\"expirationTimestamp\":\"'$exp'\"");
 	uv_loop_t loop;
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	struct exec_wait got = {0};
