@@ -2,8 +2,9 @@
  * client.c - Kubernetes REST client over sf_http (see client.h).
  *
  * A call goes through three stages: queued (waiting for a rate-limit token,
- * a Retry-After pause, or the write gate), in flight (an sf_http request),
- * and completed (its callback has run). One loop timer dispatches queued
+ * a Retry-After pause, the write gate, or an exec credential plugin run on
+ * the loop), in flight (an sf_http request), and completed (its callback has
+ * run). One loop timer dispatches queued
  * calls in FIFO order as tokens allow; nothing completes inside the call
  * that started it, so callers never see re-entrant callbacks.
  */
@@ -30,7 +31,8 @@ const sf_gvr SF_GVR_CRDS = {"apiextensions.k8s.io", "v1", "customresourcedefinit
 #define DEFAULT_TIMEOUT_MS 60000
 #define MAX_RETRY_AFTER_S 60
 
-enum call_state { CALL_QUEUED, CALL_INFLIGHT, CALL_DONE_PENDING };
+/* CALL_AUTH: dispatched, waiting for the exec plugin run in flight */
+enum call_state { CALL_QUEUED, CALL_AUTH, CALL_INFLIGHT, CALL_DONE_PENDING };
 
 typedef struct resolved {
 	char *api_version, *kind;
@@ -59,6 +61,8 @@ struct sf_kube_call {
 	sf_list_decoder *ld;
 	sf_watch_decoder *wd;
 	sf_http_req *hreq;
+	sf_cred_exec_wait *cwait; /* in CALL_AUTH */
+	int cred_ready;           /* the run it waited for gave a credential */
 	int64_t not_before_ns;
 	int retries;
 	int pending_err;
@@ -146,6 +150,7 @@ static void call_append(sf_kube_client *c, sf_kube_call *k)
 
 static void call_free(sf_kube_call *k)
 {
+	sf_cred_exec_wait_cancel(k->cwait);
 	free(k->method);
 	free(k->url);
 	free(k->body);
@@ -820,6 +825,32 @@ static int use_exec_cert(sf_kube_client *c)
 	return 0;
 }
 
+static int call_send(sf_kube_call *k, char *msg, size_t msglen);
+
+/* The exec plugin run that k waited for has ended. */
+static void on_cred_ready(void *ud, int rc, const char *err)
+{
+	sf_kube_call *k = ud;
+	k->cwait = NULL;
+	k->state = CALL_QUEUED;
+	char msg[1024] = "";
+	if (k->c->closing) {
+		call_finish_err(k, -ECANCELED, "client closed");
+		return;
+	}
+	if (rc) {
+		sf_log_error("kube.client", "no credentials for the request", "error", err,
+		             (char *)NULL);
+		call_finish_err(k, rc, err);
+		return;
+	}
+	k->cred_ready = 1;
+	rc = call_send(k, msg, sizeof(msg));
+	if (rc)
+		call_finish_err(k, rc, msg);
+}
+
+/* Sends k, or (0, CALL_AUTH) parks it until the exec plugin has run. */
 static int call_send(sf_kube_call *k, char *msg, size_t msglen)
 {
 	sf_kube_client *c = k->c;
@@ -827,7 +858,25 @@ static int call_send(sf_kube_call *k, char *msg, size_t msglen)
 	size_t nh = 0;
 	char *auth = NULL;
 	const char *tok = NULL;
-	int rc = sf_kube_config_auth(c->cfg, &tok, msg, msglen);
+	int rc;
+	if (c->cfg->exec) {
+		sf_cred_exec *e = c->cfg->exec;
+		/* a credential just handed out is used even if it expires within
+		 * the refresh margin (checking again would run the plugin in a
+		 * loop) */
+		rc = k->cred_ready && e->valid
+		         ? 0
+		         : sf_cred_exec_refresh_async(e, c->loop, on_cred_ready, k, &k->cwait, msg,
+		                                      msglen);
+		k->cred_ready = 0;
+		if (rc == SF_CRED_EXEC_PENDING) {
+			k->state = CALL_AUTH;
+			return 0;
+		}
+		tok = e->token;
+	} else {
+		rc = sf_kube_config_auth(c->cfg, &tok, msg, msglen);
+	}
 	if (!rc)
 		rc = use_exec_cert(c);
 	if (rc) {
@@ -1012,10 +1061,13 @@ void sf_kube_call_cancel(sf_kube_call *k)
 {
 	if (!k)
 		return;
-	if (k->state == CALL_INFLIGHT && k->hreq)
+	if (k->state == CALL_INFLIGHT && k->hreq) {
 		sf_http_cancel(k->hreq);
-	else if (k->state == CALL_QUEUED)
+	} else if (k->state == CALL_QUEUED || k->state == CALL_AUTH) {
+		sf_cred_exec_wait_cancel(k->cwait);
+		k->cwait = NULL;
 		call_fail_later(k, -ECANCELED, "request cancelled");
+	}
 }
 
 void sf_kube_client_cancel_writes(sf_kube_client *c)

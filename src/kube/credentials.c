@@ -4,29 +4,30 @@
  *
  * What changes while the process runs lives here, apart from the kubeconfig
  * parser: the parser describes a credential once, this module produces the
- * current value on demand. The exec plugin is a child process run with
- * posix_spawn and read through two pipes under one deadline; a plugin that
- * does not finish by then is killed (SIGKILL) and reaped, so a hung plugin
- * costs the caller timeout_ms, never more. Its stdout is an ExecCredential,
- * validated with yajl before any field is read.
+ * current value on demand. The exec plugin is a child process started with
+ * uv_spawn and read through two pipes on the caller's libuv loop, so the
+ * loop keeps running while it works; one run serves every request waiting
+ * for the credential (single flight). A plugin that does not finish within
+ * timeout_ms fails its waiters at once and is ended (SIGTERM, then SIGKILL)
+ * and reaped through its process handle. Its stdout is an ExecCredential,
+ * validated with yajl before any field is read. The blocking
+ * sf_cred_exec_refresh is the same run on a private loop.
  */
 #include "steadfast/credentials.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "steadfast/buf.h"
 #include "steadfast/json.h"
@@ -223,6 +224,9 @@ out:
 
 /* --- exec plugins ---------------------------------------------------------------- */
 
+struct sf_cred_exec_run;
+static void run_detach(struct sf_cred_exec_run *r);
+
 sf_cred_exec *sf_cred_exec_new(void)
 {
 	sf_cred_exec *e = calloc(1, sizeof(*e));
@@ -251,6 +255,8 @@ void sf_cred_exec_free(sf_cred_exec *e)
 {
 	if (!e)
 		return;
+	if (e->run)
+		run_detach(e->run);
 	result_clear(e);
 	free(e->command);
 	for (size_t i = 0; i < e->nargs; i++)
@@ -423,38 +429,258 @@ static void stderr_head(sf_buf *b, const sf_buf *se)
 	}
 }
 
-/* Runs the plugin; its stdout in out, stderr in se. 0, or -errno with a
- * description in why. *status is the wait status. */
-static int run_plugin(sf_cred_exec *e, sf_buf *out, sf_buf *se, int *status, char *why,
-                      size_t whylen)
+/* One run of the plugin on a loop, and the requests waiting for it. It is
+ * owned by its libuv handles: freed when the last of them has closed, which
+ * may be after the result was given (a plugin killed at its time limit is
+ * still reaped) or after its sf_cred_exec was freed (run->e is then NULL). */
+typedef struct sf_cred_exec_run {
+	sf_cred_exec *e; /* NULL once detached */
+	uv_process_t proc;
+	uv_pipe_t pout, perr;
+	uv_timer_t timer;
+	int handles; /* initialised and not yet closed */
+	int spawned; /* proc is a live child until exited */
+	int exited;  /* the child was reaped */
+	int out_eof, err_eof;
+	int delivered; /* the waiters have their result */
+	int term_sent; /* SIGTERM sent; the timer now gives SIGKILL */
+	int64_t exit_status;
+	int term_signal;
+	int rc; /* a failure of the run itself (time limit, output cap) */
+	char why[160];
+	long limit_ms;
+	int64_t t0;
+	sf_buf out, se;
+	char chunk[4096];           /* each read lands here, then in out or se */
+	sf_cred_exec_wait *waiters; /* FIFO, first resumed first */
+} cred_run;
+
+struct sf_cred_exec_wait {
+	cred_run *run;
+	sf_cred_exec_cb cb;
+	void *ud;
+	sf_cred_exec_wait *next;
+};
+
+static int current(const sf_cred_exec *e)
 {
-	int rc = 0, po[2] = {-1, -1}, pe[2] = {-1, -1};
-	pid_t pid = -1;
-	char **argv = NULL, **envp = NULL, *info = NULL;
-	size_t nenv = 0;
-	posix_spawn_file_actions_t fa;
-	int have_fa = 0;
-	why[0] = '\0';
-	if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC)) {
-		rc = -errno;
-		snprintf(why, whylen, "pipe: %s", strerror(-rc));
-		goto out;
+	return e->valid && (!e->expiry_ns ||
+	                    sf_wall_ns() + SF_CRED_EXEC_MARGIN_S * SF_NSEC_PER_SEC < e->expiry_ns);
+}
+
+static long time_limit(const sf_cred_exec *e)
+{
+	return e->timeout_ms > 0 ? e->timeout_ms : SF_CRED_EXEC_TIMEOUT_MS;
+}
+
+static void run_on_closed(uv_handle_t *h)
+{
+	cred_run *r = h->data;
+	if (--r->handles > 0)
+		return;
+	sf_buf_free(&r->out);
+	sf_buf_free(&r->se);
+	free(r);
+}
+
+static void close_handle(uv_handle_t *h)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, run_on_closed);
+}
+
+/* Closes what is no longer needed: the pipes once the result is given, the
+ * process handle and the timer once the child is also reaped. */
+static void run_release(cred_run *r)
+{
+	if (!r->delivered)
+		return;
+	close_handle((uv_handle_t *)&r->pout);
+	close_handle((uv_handle_t *)&r->perr);
+	if (r->exited || !r->spawned) {
+		close_handle((uv_handle_t *)&r->timer);
+		close_handle((uv_handle_t *)&r->proc);
 	}
-	argv = calloc(e->nargs + 2, sizeof(*argv));
+}
+
+/* The code and message of a run that ended with rc (0: the child ran and
+ * exited, with status or by signal), as sf_cred_exec_refresh gives them;
+ * on success e holds the new credential. */
+static int run_result(sf_cred_exec *e, int rc, const char *why0, int64_t status, int sig,
+                      const sf_buf *out, const sf_buf *se, char *err, size_t errlen)
+{
+	char why[160];
+	snprintf(why, sizeof(why), "%s", why0);
+	if (!rc && sig) {
+		rc = -EIO;
+		snprintf(why, sizeof(why), "killed by signal %d", sig);
+	} else if (!rc && status != 0) {
+		rc = -EIO;
+		snprintf(why, sizeof(why), "exit status %lld", (long long)status);
+	}
+	if (!rc)
+		return sf_cred_exec_parse(e, out->data ? out->data : "", out->len, err, errlen);
+	sf_buf msg;
+	sf_buf_init(&msg, 0);
+	sf_buf_puts(&msg, why[0] ? why : strerror(-rc));
+	stderr_head(&msg, se);
+	if (e->install_hint && *e->install_hint)
+		sf_buf_printf(&msg, "; install hint: %s", e->install_hint);
+	exec_err(e, err, errlen, rc, "%s", msg.data ? msg.data : "failed");
+	sf_buf_free(&msg);
+	return rc;
+}
+
+/* Records a result in e: the failure cache, the log line. */
+static void record(sf_cred_exec *e, int rc, const char *msg, int64_t t0)
+{
+	e->fail_rc = rc;
+	if (rc) {
+		e->fail_ns = sf_mono_ns();
+		snprintf(e->fail_msg, sizeof(e->fail_msg), "%s", msg);
+		return;
+	}
+	char ms[24], exp[40];
+	snprintf(ms, sizeof(ms), "%lld", (long long)((sf_mono_ns() - t0) / SF_NSEC_PER_MSEC));
+	sf_log_info(CRED_LOGGER, "exec credential plugin ran", "command", e->command, "user",
+	            e->user ? e->user : "", "ms", ms, "expires",
+	            e->expiry_ns ? sf_time_rfc3339(e->expiry_ns, exp, sizeof(exp)) : "never",
+	            (char *)NULL);
+}
+
+/* Gives the result to every waiter (once), then lets the handles go. */
+static void run_deliver(cred_run *r)
+{
+	if (r->delivered)
+		return;
+	r->delivered = 1;
+	sf_cred_exec *e = r->e;
+	if (e) {
+		char msg[sizeof(e->fail_msg)] = "";
+		int rc = run_result(e, r->rc, r->why, r->exit_status, r->term_signal, &r->out,
+		                    &r->se, msg, sizeof(msg));
+		record(e, rc, msg, r->t0);
+		e->run = NULL;
+		r->e = NULL;
+		if (rc && !r->waiters)
+			sf_log_warn(CRED_LOGGER,
+			            "exec credential plugin failed; the current credential is used "
+			            "until it expires",
+			            "error", msg, (char *)NULL);
+		/* a waiter's callback may cancel later waiters or start a new
+		 * run: take them one at a time */
+		while (r->waiters) {
+			sf_cred_exec_wait *w = r->waiters;
+			r->waiters = w->next;
+			sf_cred_exec_cb cb = w->cb;
+			void *ud = w->ud;
+			free(w);
+			cb(ud, rc, rc ? msg : "");
+		}
+	}
+	run_release(r);
+}
+
+/* Ends the child: SIGTERM now, SIGKILL after SF_CRED_EXEC_KILL_GRACE_MS. */
+static void on_timer(uv_timer_t *t);
+
+static void run_kill(cred_run *r, int sig)
+{
+	if (!r->spawned || r->exited)
+		return;
+	uv_process_kill(&r->proc, sig);
+	if (sig == SIGTERM) {
+		r->term_sent = 1;
+		uv_timer_start(&r->timer, on_timer, SF_CRED_EXEC_KILL_GRACE_MS, 0);
+	}
+}
+
+/* Fails the run now (the waiters get it at once) and ends the child. */
+static void run_fail(cred_run *r, int rc, const char *why)
+{
+	if (!r->delivered) {
+		r->rc = rc;
+		snprintf(r->why, sizeof(r->why), "%s", why);
+	}
+	run_deliver(r);
+	run_kill(r, SIGTERM);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	cred_run *r = t->data;
+	if (r->term_sent) {
+		run_kill(r, SIGKILL);
+		return;
+	}
+	char why[96];
+	snprintf(why, sizeof(why), "did not finish within %ld ms; killed", r->limit_ms);
+	run_fail(r, -ETIMEDOUT, why);
+}
+
+/* Done when the child has exited and both pipes reached their end. */
+static void run_check(cred_run *r)
+{
+	if (r->exited && r->out_eof && r->err_eof)
+		run_deliver(r);
+	else if (r->delivered)
+		run_release(r);
+}
+
+static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
+{
+	cred_run *r = p->data;
+	r->exited = 1;
+	r->exit_status = status;
+	r->term_signal = sig;
+	run_check(r);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	cred_run *r = h->data;
+	(void)hint;
+	*b = uv_buf_init(r->chunk, sizeof(r->chunk));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	cred_run *r = s->data;
+	int is_out = s == (uv_stream_t *)&r->pout;
+	if (n < 0) {
+		uv_read_stop(s);
+		if (is_out)
+			r->out_eof = 1;
+		else
+			r->err_eof = 1;
+		run_check(r);
+		return;
+	}
+	if (n == 0 || r->delivered)
+		return;
+	/* stderr past its cap is dropped; stdout past its cap fails the run */
+	if (sf_buf_append(is_out ? &r->out : &r->se, b->base, (size_t)n) == -E2BIG && is_out) {
+		char why[64];
+		snprintf(why, sizeof(why), "output larger than %u bytes", SF_CRED_EXEC_MAX_OUT);
+		run_fail(r, -E2BIG, why);
+	}
+}
+
+/* The environment of the plugin: the process's, then the config's env
+ * (which wins), then KUBERNETES_EXEC_INFO. Entries are borrowed except
+ * *info, the caller's to free with the array. */
+static char **plugin_env(const sf_cred_exec *e, char **info)
+{
+	size_t nenv = 0;
 	while (environ && environ[nenv])
 		nenv++;
-	envp = calloc(nenv + e->nenv + 2, sizeof(*envp));
-	if (!argv || !envp || asprintf(&info, "KUBERNETES_EXEC_INFO=%s", e->exec_info) < 0) {
-		info = NULL;
-		rc = -ENOMEM;
-		goto out;
+	char **envp = calloc(nenv + e->nenv + 2, sizeof(*envp));
+	if (!envp || asprintf(info, "KUBERNETES_EXEC_INFO=%s", e->exec_info) < 0) {
+		free(envp);
+		*info = NULL;
+		return NULL;
 	}
-	argv[0] = e->command;
-	for (size_t i = 0; i < e->nargs; i++)
-		argv[i + 1] = e->args[i];
 	size_t k = 0;
-	/* the process's environment, then the config's env (which wins), then
-	 * KUBERNETES_EXEC_INFO */
 	for (size_t i = 0; i < nenv; i++) {
 		const char *eq = strchr(environ[i], '=');
 		size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
@@ -466,166 +692,192 @@ static int run_plugin(sf_cred_exec *e, sf_buf *out, sf_buf *se, int *status, cha
 	}
 	for (size_t j = 0; j < e->nenv; j++)
 		envp[k++] = e->env[j];
-	envp[k++] = info;
-	if (posix_spawn_file_actions_init(&fa)) {
-		rc = -ENOMEM;
-		goto out;
+	envp[k] = *info;
+	return envp;
+}
+
+/* Starts the plugin on loop. 0 and e->run, or -errno with why set. */
+static int run_start(sf_cred_exec *e, uv_loop_t *loop, char *why, size_t whylen)
+{
+	cred_run *r = calloc(1, sizeof(*r));
+	char **argv = calloc(e->nargs + 2, sizeof(*argv));
+	char *info = NULL;
+	char **envp = r && argv ? plugin_env(e, &info) : NULL;
+	if (!envp) {
+		free(r);
+		free(argv);
+		snprintf(why, whylen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
 	}
-	have_fa = 1;
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-	int src = posix_spawnp(&pid, e->command, &fa, NULL, argv, envp);
-	if (src) {
-		pid = -1;
-		rc = -src;
-		snprintf(why, whylen, "cannot run: %s", strerror(src));
-		goto out;
-	}
-	e->runs++;
-	close(po[1]);
-	close(pe[1]);
-	po[1] = pe[1] = -1;
-	long tmo = e->timeout_ms > 0 ? e->timeout_ms : SF_CRED_EXEC_TIMEOUT_MS;
-	int64_t deadline = sf_mono_ns() + (int64_t)tmo * SF_NSEC_PER_MSEC;
-	int open_o = 1, open_e = 1;
-	while (open_o || open_e) {
-		int64_t left = (deadline - sf_mono_ns()) / SF_NSEC_PER_MSEC;
-		if (left <= 0) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		struct pollfd pf[2] = {{open_o ? po[0] : -1, POLLIN, 0},
-		                       {open_e ? pe[0] : -1, POLLIN, 0}};
-		int n = poll(pf, 2, (int)left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		for (int i = 0; i < 2; i++) {
-			if (!pf[i].revents)
-				continue;
-			char chunk[4096];
-			ssize_t r = read(pf[i].fd, chunk, sizeof(chunk));
-			if (r < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (r <= 0) {
-				if (i == 0)
-					open_o = 0;
-				else
-					open_e = 0;
-				continue;
-			}
-			sf_buf *dst = i == 0 ? out : se;
-			if (sf_buf_append(dst, chunk, (size_t)r) == -E2BIG && i == 0) {
-				rc = -E2BIG;
-				snprintf(why, whylen, "output larger than %u bytes",
-				         SF_CRED_EXEC_MAX_OUT);
-			}
-		}
-		if (rc)
-			break;
-	}
-	/* closed both pipes: the plugin is ending; wait for it within the
-	 * deadline, then kill it */
-	for (;;) {
-		pid_t w = rc ? 0 : waitpid(pid, status, WNOHANG);
-		if (w == pid) {
-			pid = -1;
-			break;
-		}
-		if (w < 0 && errno != EINTR) {
-			rc = -errno;
-			break;
-		}
-		if (rc || sf_mono_ns() >= deadline) {
-			if (!rc)
-				rc = -ETIMEDOUT;
-			break;
-		}
-		struct timespec ts = {0, 2 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	if (rc == -ETIMEDOUT)
-		snprintf(why, whylen, "did not finish within %ld ms; killed", tmo);
-out:
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-			;
-	}
-	if (have_fa)
-		posix_spawn_file_actions_destroy(&fa);
-	for (int i = 0; i < 2; i++) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-	}
+	argv[0] = e->command;
+	for (size_t i = 0; i < e->nargs; i++)
+		argv[i + 1] = e->args[i];
+	r->e = e;
+	r->t0 = sf_mono_ns();
+	r->limit_ms = time_limit(e);
+	sf_buf_init(&r->out, SF_CRED_EXEC_MAX_OUT);
+	sf_buf_init(&r->se, SF_CRED_EXEC_MAX_ERR);
+	uv_pipe_init(loop, &r->pout, 0);
+	uv_pipe_init(loop, &r->perr, 0);
+	uv_timer_init(loop, &r->timer);
+	r->pout.data = r->perr.data = r->timer.data = r->proc.data = r;
+	r->handles = 4;
+	/* stdin is /dev/null: interactive plugins are refused when loading */
+	uv_stdio_container_t stdio[3] = {
+	    {.flags = UV_IGNORE},
+	    {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&r->pout},
+	    {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&r->perr},
+	};
+	uv_process_options_t o = {
+	    .exit_cb = on_exit_cb,
+	    .file = e->command,
+	    .args = argv,
+	    .env = envp,
+	    .stdio_count = 3,
+	    .stdio = stdio,
+	};
+	int rc = uv_spawn(loop, &r->proc, &o);
 	free(argv);
 	free(envp);
 	free(info);
-	if (rc && !why[0])
-		snprintf(why, whylen, "%s", strerror(-rc));
+	if (rc) {
+		/* the handles are initialised (uv_spawn's too): closed, and r
+		 * freed, on the loop's next turn */
+		snprintf(why, whylen, "cannot run: %s", uv_strerror(rc));
+		r->e = NULL;
+		r->delivered = 1;
+		run_release(r);
+		return rc;
+	}
+	r->spawned = 1;
+	e->runs++;
+	uv_read_start((uv_stream_t *)&r->pout, on_alloc, on_read);
+	uv_read_start((uv_stream_t *)&r->perr, on_alloc, on_read);
+	uv_timer_start(&r->timer, on_timer, (uint64_t)r->limit_ms, 0);
+	e->run = r;
+	return 0;
+}
+
+/* run_start, or its failure recorded and described in err. */
+static int start(sf_cred_exec *e, uv_loop_t *loop, char *err, size_t errlen)
+{
+	char why[160];
+	int rc = run_start(e, loop, why, sizeof(why));
+	if (!rc)
+		return 0;
+	char msg[sizeof(e->fail_msg)];
+	sf_buf none;
+	sf_buf_init(&none, 0);
+	rc = run_result(e, rc, why, 0, 0, &none, &none, msg, sizeof(msg));
+	record(e, rc, msg, 0);
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
 	return rc;
 }
 
-int sf_cred_exec_refresh(sf_cred_exec *e, char *err, size_t errlen)
+static int failed_lately(const sf_cred_exec *e)
 {
-	if (e->valid && (!e->expiry_ns ||
-	                 sf_wall_ns() + SF_CRED_EXEC_MARGIN_S * SF_NSEC_PER_SEC < e->expiry_ns))
+	return e->fail_rc && sf_mono_ns() - e->fail_ns < SF_CRED_EXEC_RETRY_MS * SF_NSEC_PER_MSEC;
+}
+
+int sf_cred_exec_refresh_async(sf_cred_exec *e, uv_loop_t *loop, sf_cred_exec_cb cb, void *ud,
+                               sf_cred_exec_wait **out, char *err, size_t errlen)
+{
+	if (out)
+		*out = NULL;
+	if (!e->run && current(e))
 		return 0;
-	if (e->fail_rc && sf_mono_ns() - e->fail_ns < SF_CRED_EXEC_RETRY_MS * SF_NSEC_PER_MSEC) {
+	if (e->run && e->run->proc.loop != loop)
+		return exec_err(e, err, errlen, -EBUSY, "already running on another loop");
+	/* within the margin but not expired: renewed in the background, and
+	 * used meanwhile (a failed renewal is retried after the usual pause) */
+	if (e->valid && e->expiry_ns && sf_wall_ns() < e->expiry_ns) {
+		if (!e->run && !failed_lately(e))
+			(void)start(e, loop, NULL, 0);
+		return 0;
+	}
+	if (!e->run && failed_lately(e)) {
 		if (err && errlen)
 			snprintf(err, errlen, "%s", e->fail_msg);
 		return e->fail_rc;
 	}
-	sf_buf out, se, msg;
-	sf_buf_init(&out, SF_CRED_EXEC_MAX_OUT);
-	sf_buf_init(&se, SF_CRED_EXEC_MAX_ERR);
-	sf_buf_init(&msg, 0);
-	char why[160];
-	int status = 0;
-	int64_t t0 = sf_mono_ns();
-	int rc = run_plugin(e, &out, &se, &status, why, sizeof(why));
-	if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-		rc = -EIO;
-		if (WIFEXITED(status))
-			snprintf(why, sizeof(why), "exit status %d", WEXITSTATUS(status));
-		else
-			snprintf(why, sizeof(why), "killed by signal %d",
-			         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	if (!e->run) {
+		int rc = start(e, loop, err, errlen);
+		if (rc)
+			return rc;
 	}
-	if (rc) {
-		sf_buf_puts(&msg, why);
-		stderr_head(&msg, &se);
-		if (e->install_hint && *e->install_hint)
-			sf_buf_printf(&msg, "; install hint: %s", e->install_hint);
-		exec_err(e, err, errlen, rc, "%s", msg.data ? msg.data : "failed");
-	} else {
-		rc = sf_cred_exec_parse(e, out.data ? out.data : "", out.len, err, errlen);
+	sf_cred_exec_wait *w = calloc(1, sizeof(*w));
+	if (!w)
+		return exec_err(e, err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+	w->run = e->run;
+	w->cb = cb;
+	w->ud = ud;
+	sf_cred_exec_wait **tail = &e->run->waiters;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = w;
+	if (out)
+		*out = w;
+	return SF_CRED_EXEC_PENDING;
+}
+
+void sf_cred_exec_wait_cancel(sf_cred_exec_wait *w)
+{
+	if (!w)
+		return;
+	for (sf_cred_exec_wait **p = &w->run->waiters; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	free(w);
+}
+
+/* Called from sf_cred_exec_free: the child is killed, the waiters are
+ * dropped (their owners cancel them first), the run frees itself. */
+static void run_detach(struct sf_cred_exec_run *r)
+{
+	while (r->waiters) {
+		sf_cred_exec_wait *w = r->waiters;
+		r->waiters = w->next;
+		free(w);
 	}
-	e->fail_rc = rc;
-	if (rc) {
-		e->fail_ns = sf_mono_ns();
-		char fm[sizeof(e->fail_msg)];
-		snprintf(fm, sizeof(fm), "%s", err && errlen ? err : "exec plugin failed");
-		memcpy(e->fail_msg, fm, sizeof(fm));
-	}
-	if (!rc) {
-		char ms[24], exp[40];
-		snprintf(ms, sizeof(ms), "%lld",
-		         (long long)((sf_mono_ns() - t0) / SF_NSEC_PER_MSEC));
-		sf_log_info(CRED_LOGGER, "exec credential plugin ran", "command", e->command,
-		            "user", e->user ? e->user : "", "ms", ms, "expires",
-		            e->expiry_ns ? sf_time_rfc3339(e->expiry_ns, exp, sizeof(exp))
-		                         : "never",
-		            (char *)NULL);
-	}
-	sf_buf_free(&out);
-	sf_buf_free(&se);
-	sf_buf_free(&msg);
+	r->e = NULL;
+	r->delivered = 1;
+	uv_timer_stop(&r->timer);
+	run_kill(r, SIGKILL);
+	run_release(r);
+}
+
+struct sync_wait {
+	int done, rc;
+	char *err;
+	size_t errlen;
+};
+
+static void sync_done(void *ud, int rc, const char *err)
+{
+	struct sync_wait *s = ud;
+	s->done = 1;
+	s->rc = rc;
+	if (s->err && s->errlen)
+		snprintf(s->err, s->errlen, "%s", err);
+}
+
+int sf_cred_exec_refresh(sf_cred_exec *e, char *err, size_t errlen)
+{
+	if (e->run)
+		return exec_err(e, err, errlen, -EBUSY, "already running on a loop");
+	uv_loop_t loop;
+	int rc = uv_loop_init(&loop);
+	if (rc)
+		return exec_err(e, err, errlen, rc, "uv_loop_init: %s", uv_strerror(rc));
+	struct sync_wait s = {0, 0, err, errlen};
+	rc = sf_cred_exec_refresh_async(e, &loop, sync_done, &s, NULL, err, errlen);
+	/* until every handle is closed: a killed plugin is reaped too */
+	uv_run(&loop, UV_RUN_DEFAULT);
+	if (rc == SF_CRED_EXEC_PENDING)
+		rc = s.done ? s.rc : -EIO;
+	uv_loop_close(&loop);
 	return rc;
 }

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -303,6 +305,17 @@ static int wall_reached(void *ud)
 	return sf_wall_ns() >= ((struct wait_wall *)ud)->until_ns;
 }
 
+struct expiry_wait {
+	tl_kube *k;
+	int64_t old_ns;
+};
+
+static int expiry_changed(void *ud)
+{
+	const struct expiry_wait *w = ud;
+	return w->k->cfg->exec->expiry_ns != w->old_ns;
+}
+
 Test(kubeconfig, exec_plugin_reruns_before_expiry)
 {
 	token_file("sa.token");
@@ -323,8 +336,17 @@ Test(kubeconfig, exec_plugin_reruns_before_expiry)
 	uv_timer_start(&wake, nothing, left_ms > 0 ? (uint64_t)left_ms : 0, 0);
 	cr_assert_eq(tl_run_until_fn(&k.loop, wall_reached, &w, 15000), 0);
 	uv_close((uv_handle_t *)&wake, NULL);
+	/* this request goes with the credential still valid; the plugin is
+	 * run again meanwhile, in the background */
+	struct expiry_wait ew = {&k, k.cfg->exec->expiry_ns};
 	expect_sa(&k);
-	cr_assert_eq(count_runs("runs"), 2, "the plugin was not run again before its expiry");
+	cr_assert_eq(k.cfg->exec->runs, 2, "the plugin was not run again before its expiry");
+	cr_assert_eq(tl_run_until_fn(&k.loop, expiry_changed, &ew, 15000), 0,
+	             "the background run gave no new credential");
+	cr_assert_eq(count_runs("runs"), 2);
+	cr_assert_gt(k.cfg->exec->expiry_ns, ew.old_ns);
+	expect_sa(&k);
+	cr_assert_eq(count_runs("runs"), 2, "the renewed credential was not used");
 	tl_kube_close(&k);
 }
 
@@ -385,6 +407,129 @@ Test(kubeconfig, exec_plugin_failure_fails_the_request)
 	cr_assert(strstr(r.errmsg, "see test_kubeconfig.c"), "%s", r.errmsg);
 	tl_res_clear(&r);
 	tl_kube_close(&k);
+}
+
+/* The loop while a plugin runs: a 50 ms timer notes the largest gap
+ * between its ticks. */
+struct ticker {
+	uv_timer_t t;
+	int64_t last_ns, max_gap_ns;
+	unsigned long ticks;
+};
+
+static void tick(uv_timer_t *t)
+{
+	struct ticker *k = t->data;
+	int64_t now = sf_mono_ns();
+	if (now - k->last_ns > k->max_gap_ns)
+		k->max_gap_ns = now - k->last_ns;
+	k->last_ns = now;
+	k->ticks++;
+}
+
+static void ticker_start(struct ticker *k, uv_loop_t *loop)
+{
+	memset(k, 0, sizeof(*k));
+	uv_timer_init(loop, &k->t);
+	k->t.data = k;
+	k->last_ns = sf_mono_ns();
+	uv_timer_start(&k->t, tick, 50, 50);
+}
+
+Test(kubeconfig, exec_plugin_slow_run_keeps_the_loop_running)
+{
+	token_file("sa.token");
+	token_plugin("sleep 2");
+	tl_kube k;
+	tl_kube_open(&k, kubeconfig("exec", api_cluster(), exec_user("plugin")), NULL);
+	struct ticker tk;
+	ticker_start(&tk, &k.loop);
+	int64_t t0 = sf_mono_ns();
+	expect_sa(&k);
+	int64_t took = sf_mono_ns() - t0;
+	tick(&tk.t);
+	uv_close((uv_handle_t *)&tk.t, NULL);
+	fprintf(stderr, "slow plugin: request took %lld ms, largest loop gap %lld ms, %lu ticks\n",
+	        (long long)(took / SF_NSEC_PER_MSEC), (long long)(tk.max_gap_ns / SF_NSEC_PER_MSEC),
+	        tk.ticks);
+	cr_assert_geq(took, 2 * SF_NSEC_PER_SEC, "the plugin did not take its 2 s");
+	cr_assert_lt(tk.max_gap_ns, 500 * SF_NSEC_PER_MSEC,
+	             "the loop stopped for %lld ms while the plugin ran",
+	             (long long)(tk.max_gap_ns / SF_NSEC_PER_MSEC));
+	cr_assert_gt(tk.ticks, 20, "the timer ticked only %lu times in 2 s", tk.ticks);
+	cr_assert_eq(count_runs("runs"), 1);
+	tl_kube_close(&k);
+}
+
+Test(kubeconfig, exec_plugin_runs_once_for_concurrent_requests)
+{
+	token_file("sa.token");
+	token_plugin("sleep 1");
+	tl_kube k;
+	tl_kube_open(&k, kubeconfig("exec", api_cluster(), exec_user("plugin")), NULL);
+	tl_res r[5];
+	memset(r, 0, sizeof(r));
+	sf_kube_req req = {.method = "GET", .path = "/api/v1/namespaces/default/secrets"};
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(sf_kube_do(k.client, &req, tl_res_cb, &r[i], NULL), 0);
+	for (int i = 0; i < 5; i++) {
+		tl_wait(&k.loop, &r[i], 30000);
+		cr_assert_eq(r[i].http_status, 403, "request %d: %ld %s %s", i, r[i].http_status,
+		             r[i].errmsg, r[i].message);
+		cr_assert(strstr(r[i].message, "system:serviceaccount:default:default"), "%s",
+		          r[i].message);
+		tl_res_clear(&r[i]);
+	}
+	cr_assert_eq(count_runs("runs"), 1, "the plugin ran %d times for 5 requests",
+	             count_runs("runs"));
+	tl_kube_close(&k);
+}
+
+Test(kubeconfig, exec_plugin_that_hangs_is_killed_at_its_limit)
+{
+	/* it ignores SIGTERM, so only the SIGKILL after it ends it */
+	char body[512];
+	snprintf(body, sizeof(body),
+	         "#!/bin/sh\necho $$ > %s/pid\ntrap '' TERM\nwhile :; do sleep 0.05; done\n", dir);
+	write_file("plugin", body, 0700);
+	tl_kube k;
+	tl_kube_open(&k, kubeconfig("exec", api_cluster(), exec_user("plugin")), NULL);
+	k.cfg->exec->timeout_ms = 400;
+	struct ticker tk;
+	ticker_start(&tk, &k.loop);
+	tl_res r[3];
+	memset(r, 0, sizeof(r));
+	sf_kube_req req = {.method = "GET", .path = "/api/v1/namespaces/default/configmaps"};
+	int64_t t0 = sf_mono_ns();
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(sf_kube_do(k.client, &req, tl_res_cb, &r[i], NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		tl_wait(&k.loop, &r[i], 30000);
+		cr_assert_eq(r[i].http_status, 0, "a request went out without credentials");
+		cr_assert_eq(r[i].err, -ETIMEDOUT, "%d %s", r[i].err, r[i].errmsg);
+		cr_assert(strstr(r[i].errmsg, fpath("plugin")), "%s", r[i].errmsg);
+		cr_assert(strstr(r[i].errmsg, "did not finish within 400 ms"), "%s", r[i].errmsg);
+		tl_res_clear(&r[i]);
+	}
+	int64_t took = sf_mono_ns() - t0;
+	cr_assert_lt(took, 3 * SF_NSEC_PER_SEC, "the requests failed only after %lld ms",
+	             (long long)(took / SF_NSEC_PER_MSEC));
+	uv_close((uv_handle_t *)&tk.t, NULL);
+	cr_assert_lt(tk.max_gap_ns, 250 * SF_NSEC_PER_MSEC,
+	             "the loop stopped for %lld ms while the plugin hung",
+	             (long long)(tk.max_gap_ns / SF_NSEC_PER_MSEC));
+	FILE *f = fopen(fpath("pid"), "r");
+	cr_assert_not_null(f);
+	int pid = 0;
+	cr_assert_eq(fscanf(f, "%d", &pid), 1);
+	fclose(f);
+	/* closing runs the loop until every handle is closed: the child has
+	 * been killed and reaped by then (a zombie still answers kill 0) */
+	tl_kube_close(&k);
+	cr_assert_eq(kill(pid, 0), -1, "plugin %d is still there", pid);
+	cr_assert_eq(errno, ESRCH);
+	cr_assert_eq(waitpid(pid, NULL, WNOHANG), -1);
+	cr_assert_eq(errno, ECHILD);
 }
 
 /* --- TLS version -------------------------------------------------------------- */

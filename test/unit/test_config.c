@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "steadfast/config.h"
 #include "steadfast/credentials.h"
@@ -1305,6 +1306,106 @@ Test(config, exec_plugin_timeout)
 	assert_has(err, "slow");
 	assert_has(err, "did not finish");
 	sf_kube_config_free(c);
+}
+
+/* What the asynchronous form gave one waiter. */
+struct exec_wait {
+	int calls, rc;
+	char err[512];
+};
+
+static void exec_wait_cb(void *ud, int rc, const char *err)
+{
+	struct exec_wait *w = ud;
+	w->calls++;
+	w->rc = rc;
+	snprintf(w->err, sizeof(w->err), "%s", err);
+}
+
+/* dir/plugin counts its runs in plugin.count, runs the shell lines pre and
+ * prints token tok-N (N its run) with the status members extra. */
+static sf_kube_config *counting_plugin(const char *pre, const char *extra)
+{
+	put_script("plugin", fmt("n=$(cat \"$0.count\" 2>/dev/null || echo 0)\n"
+	                         "echo $((n + 1)) > \"$0.count\"\n%s"
+	                         "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+	                         "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-'$((n + "
+	                         "1))'\"%s}}'\n",
+	                         pre, extra));
+	return load_ok(exec_config("      apiVersion: client.authentication.k8s.io/v1\n"
+	                           "      command: ./plugin\n"
+	                           "      interactiveMode: Never\n"));
+}
+
+Test(config, exec_plugin_async_one_run_for_all_waiters)
+{
+	sf_kube_config *c = counting_plugin("sleep 0.3\n", "");
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	struct exec_wait got[3];
+	memset(got, 0, sizeof(got));
+	sf_cred_exec_wait *w[3];
+	char err[512] = "";
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(sf_cred_exec_refresh_async(c->exec, &loop, exec_wait_cb, &got[i],
+		                                        &w[i], err, sizeof(err)),
+		             SF_CRED_EXEC_PENDING, "%s", err);
+	sf_cred_exec_wait_cancel(w[1]);
+	/* the blocking form does not start a second run meanwhile */
+	cr_assert_eq(sf_cred_exec_refresh(c->exec, err, sizeof(err)), -EBUSY);
+	cr_assert_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	cr_assert_eq(got[0].calls, 1);
+	cr_assert_eq(got[0].rc, 0, "%s", got[0].err);
+	cr_assert_eq(got[1].calls, 0, "a cancelled wait was called");
+	cr_assert_eq(got[2].calls, 1);
+	cr_assert_eq(got[2].rc, 0, "%s", got[2].err);
+	cr_assert_str_eq(c->exec->token, "tok-1");
+	size_t len;
+	cr_assert_str_eq(slurp(tpath("plugin.count"), &len), "1\n");
+	/* current now: no run, no callback */
+	cr_assert_eq(sf_cred_exec_refresh_async(c->exec, &loop, exec_wait_cb, &got[0], &w[0], err,
+	                                        sizeof(err)),
+	             0);
+	cr_assert_null(w[0]);
+	/* freed while a run is in flight: the run ends on the loop, no call */
+	sf_kube_config_unauthorized(c);
+	cr_assert_eq(sf_cred_exec_refresh_async(c->exec, &loop, exec_wait_cb, &got[2], NULL, err,
+	                                        sizeof(err)),
+	             SF_CRED_EXEC_PENDING);
+	sf_kube_config_free(c);
+	cr_assert_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	cr_assert_eq(got[2].calls, 1, "the wait of a freed credential was called");
+	cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+Test(config, exec_plugin_async_renews_in_the_background_before_expiry)
+{
+	/* its credentials expire in 3 s: inside the 5 s margin, still valid */
+	sf_kube_config *c = counting_plugin("exp=$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)\n",
+	                                    ",\"expirationTimestamp\":\"'$exp'\"");
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	struct exec_wait got = {0};
+	sf_cred_exec_wait *w;
+	char err[512] = "";
+	cr_assert_eq(
+	    sf_cred_exec_refresh_async(c->exec, &loop, exec_wait_cb, &got, &w, err, sizeof(err)),
+	    SF_CRED_EXEC_PENDING, "%s", err);
+	cr_assert_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	cr_assert_eq(got.rc, 0, "%s", got.err);
+	cr_assert_str_eq(c->exec->token, "tok-1");
+	/* usable now, renewed meanwhile */
+	cr_assert_eq(
+	    sf_cred_exec_refresh_async(c->exec, &loop, exec_wait_cb, &got, &w, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_null(w);
+	cr_assert_str_eq(c->exec->token, "tok-1");
+	cr_assert_eq(c->exec->runs, 2, "no renewal was started");
+	cr_assert_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	cr_assert_eq(got.calls, 1);
+	cr_assert_str_eq(c->exec->token, "tok-2");
+	sf_kube_config_free(c);
+	cr_assert_eq(uv_loop_close(&loop), 0);
 }
 
 Test(config, exec_plugin_config_errors)

@@ -3,15 +3,20 @@
  * kubeconfig's connection settings, seen by a scripted local HTTP/1.1
  * server: with tls-server-name the request keeps the server's path and its
  * Host header (only the TLS name and the dialled address change; the real
- * apiserver's side is in test/integration/test_kubeconfig.c), and
- * disable-compression sends no Accept-Encoding.
+ * apiserver's side is in test/integration/test_kubeconfig.c),
+ * disable-compression sends no Accept-Encoding, and a request waiting for
+ * an exec plugin can be cancelled or closed while the plugin runs.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fakesrv.h"
 #include "steadfast/client.h"
+#include "steadfast/credentials.h"
 #include "tl.h"
 
 #define OK_RESP                                                                                    \
@@ -86,4 +91,91 @@ Test(kubeconfig_client, disable_compression)
 	one_request("    server: http://127.0.0.1:%d\n    disable-compression: true\n", head,
 	            sizeof(head));
 	cr_assert_null(strcasestr(head, "\r\nAccept-Encoding: "), "%s", head);
+}
+
+/* A client of a fake server whose exec plugin (in a fresh directory
+ * *dir) sleeps 0.5 s, then prints token exec-tok. */
+static sf_kube_client *exec_client(uv_loop_t *loop, fakesrv *srv, sf_kube_config **cfg, char *dir,
+                                   size_t dirlen)
+{
+	snprintf(dir, dirlen, "/tmp/sf-kcc-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	char plugin[128], y[1024], err[512];
+	snprintf(plugin, sizeof(plugin), "%s/plugin", dir);
+	FILE *f = fopen(plugin, "w");
+	cr_assert_not_null(f);
+	fputs("#!/bin/sh\nsleep 0.5\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+	      "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"exec-tok\"}}'\n",
+	      f);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(plugin, 0700), 0);
+	snprintf(y, sizeof(y),
+	         "current-context: c\nclusters:\n- name: c\n  cluster: {server: "
+	         "'http://127.0.0.1:%d'}\n"
+	         "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+	         "command: %s, interactiveMode: Never}}}]\n"
+	         "contexts: [{name: c, context: {cluster: c, user: u}}]\n",
+	         fakesrv_port(srv), plugin);
+	cr_assert_eq(
+	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, cfg, err, sizeof(err)), 0,
+	    "%s", err);
+	sf_kube_client *c = NULL;
+	cr_assert_eq(sf_kube_client_new(loop, *cfg, NULL, &c), 0);
+	return c;
+}
+
+static void exec_client_close(uv_loop_t *loop, sf_kube_client *c, fakesrv *srv, sf_kube_config *cfg,
+                              const char *dir)
+{
+	int done = 0;
+	sf_kube_client_close(c, closed, &done);
+	fakesrv_stop(srv);
+	cr_assert_eq(tl_run_until(loop, &done, 5000), 0);
+	/* until the plugin has ended and every handle is closed */
+	uv_run(loop, UV_RUN_DEFAULT);
+	sf_kube_config_free(cfg);
+	cr_assert_eq(uv_loop_close(loop), 0);
+	char p[160];
+	snprintf(p, sizeof(p), "%s/plugin", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+Test(kubeconfig_client, exec_wait_cancel_and_close)
+{
+	static const fake_resp script[] = {{OK_RESP, 0}};
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	fakesrv *srv = fakesrv_start(&loop, script, 1);
+	sf_kube_config *cfg = NULL;
+	char dir[64];
+	sf_kube_client *c = exec_client(&loop, srv, &cfg, dir, sizeof(dir));
+	tl_res r[3];
+	memset(r, 0, sizeof(r));
+	sf_kube_call *k0 = NULL;
+	cr_assert_eq(sf_kube_get(c, &SF_GVR_NAMESPACES, NULL, "x", tl_res_cb, &r[0], &k0), 0);
+	cr_assert_eq(sf_kube_get(c, &SF_GVR_NAMESPACES, NULL, "x", tl_res_cb, &r[1], NULL), 0);
+	/* one turn: both are dispatched and wait for the plugin */
+	uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_eq(cfg->exec->runs, 1);
+	sf_kube_call_cancel(k0);
+	tl_wait(&loop, &r[0], 5000);
+	cr_assert_eq(r[0].err, -ECANCELED, "%d %s", r[0].err, r[0].errmsg);
+	cr_assert_eq(r[1].done, 0, "the other request did not wait for the plugin");
+	tl_wait(&loop, &r[1], 5000);
+	cr_assert_eq(r[1].http_status, 200, "%d %s", r[1].err, r[1].errmsg);
+	cr_assert(strstr(fakesrv_request(srv, 0), "Authorization: Bearer exec-tok"), "%s",
+	          fakesrv_request(srv, 0));
+	cr_assert_eq(fakesrv_requests(srv), 1);
+	tl_res_clear(&r[0]);
+	tl_res_clear(&r[1]);
+	/* a request still waiting when the client closes is cancelled */
+	sf_kube_config_unauthorized(cfg);
+	cr_assert_eq(sf_kube_get(c, &SF_GVR_NAMESPACES, NULL, "x", tl_res_cb, &r[2], NULL), 0);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_eq(cfg->exec->runs, 2);
+	exec_client_close(&loop, c, srv, cfg, dir);
+	cr_assert(r[2].done);
+	cr_assert_eq(r[2].err, -ECANCELED, "%d %s", r[2].err, r[2].errmsg);
+	tl_res_clear(&r[2]);
 }
