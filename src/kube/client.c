@@ -551,6 +551,8 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 		 * TLSClientConfig.ServerName does. The server's path is kept.
 		 * libcurl 7.88 turns the Host header into ":authority" over
 		 * HTTP/2 (seen in its verbose output against kube-apiserver). */
+		free(c->base); /* replaced by the URL carrying the TLS name */
+		c->base = NULL;
 		int rc = tls_name_url(cfg->server, cfg->tls_server_name, &c->base, connect_to,
 		                      sizeof(connect_to), &c->host_header);
 		if (rc) {

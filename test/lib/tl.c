@@ -409,7 +409,7 @@ void tl_cm_write(tl_kube *k, const char *method, const char *ns, const char *nam
 	tl_res r;
 	tl_do(k, &req, &r);
 	cr_assert(r.http_status >= 200 && r.http_status < 300, "%s %s/%s: %ld %s %s", method, ns,
-	          name, r.http_status, r.message, r.errmsg ? r.errmsg : "");
+	          name, r.http_status, r.message, r.errmsg);
 	if (rv) {
 		cr_assert_not_null(r.obj);
 		snprintf(rv, rvlen, "%s", r.obj->rv);

@@ -212,7 +212,7 @@ Test(flag, too_many_flags)
 {
 	sf_flagset fs;
 	int b[SF_FLAG_MAX + 1];
-	char names[SF_FLAG_MAX + 1][8], err[128];
+	char names[SF_FLAG_MAX + 1][16], err[128];
 	sf_flag_init(&fs, "p", "", "", NULL);
 	for (int i = 0; i < SF_FLAG_MAX + 1; i++) {
 		snprintf(names[i], sizeof(names[i]), "f%d", i);
