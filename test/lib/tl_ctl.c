@@ -105,6 +105,8 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	/* ephemeral ports: replicas share the machine (tl_ctl_port finds them) */
 	args[na++] = "--metrics-bind-address=127.0.0.1:0";
 	args[na++] = "--health-probe-bind-address=127.0.0.1:0";
+	if (!o->metrics_secure)
+		args[na++] = "--metrics-secure=false";
 	if (o->no_leader_elect) {
 		args[na++] = "--leader-elect=false";
 	} else {

@@ -41,6 +41,9 @@ typedef struct tl_ctl_opts {
 	/* Run the test build whose fault points read $STEADFAST_FAULT_<NAME>
 	 * (pass them in env); the shipped binary ignores them. */
 	int faults;
+	/* Serve /metrics as shipped (HTTPS, TokenReview/SubjectAccessReview);
+	 * 0 = --metrics-secure=false, so tl_ctl_http_get can scrape it. */
+	int metrics_secure;
 } tl_ctl_opts;
 
 tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o);
