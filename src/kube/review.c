@@ -143,7 +143,7 @@ static void finish(check *ck, int verdict, int cache)
 	sf_log_debug(LOGGER, "metrics request reviewed", "user", ck->user, "verdict",
 	             verdict == 0     ? "allowed"
 	             : verdict == 401 ? "unauthenticated"
-	             : verdict == 403 ? "forbidden"
+	             : verdict == 403 ? "denied"
 	                              : "error",
 	             NULL);
 	ck->cb(ck->ud, verdict);

@@ -54,59 +54,13 @@ static size_t collect(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
-typedef struct scrape {
-	CURLcode rc;
-	long status;
-	char subject[256]; /* of the certificate the server presented */
-} scrape;
-
-/* GET https://127.0.0.1:port/metrics (the certificate is not verified:
- * self-signed), with token as a bearer token unless NULL. */
-static scrape https_get(int port, const char *token, sf_buf *body)
-{
-	scrape s = {0};
-	char url[128], auth[4096];
-	snprintf(url, sizeof(url), "https://127.0.0.1:%d/metrics", port);
-	CURL *h = curl_easy_init();
-	cr_assert(h);
-	struct curl_slist *hdr = NULL;
-	if (token) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-	curl_easy_setopt(h, CURLOPT_CERTINFO, 1L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 15000L);
-	s.rc = curl_easy_perform(h);
-	if (s.rc == CURLE_OK) {
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &s.status);
-		struct curl_certinfo *ci = NULL;
-		if (curl_easy_getinfo(h, CURLINFO_CERTINFO, &ci) == CURLE_OK && ci &&
-		    ci->num_of_certs > 0) {
-			for (struct curl_slist *l = ci->certinfo[0]; l; l = l->next) {
-				if (strncmp(l->data, "Subject:", 8) == 0)
-					snprintf(s.subject, sizeof(s.subject), "%s", l->data + 8);
-			}
-		}
-	}
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	return s;
-}
-
 static long status_of(int port, const char *token)
 {
 	sf_buf b;
 	sf_buf_init(&b, 1 << 22);
-	scrape s = https_get(port, token, &b);
-	cr_assert_eq(s.rc, CURLE_OK, "GET /metrics: %s", curl_easy_strerror(s.rc));
+	long st = tl_ctl_https_get(port, "/metrics", token, &b, NULL, 0);
 	sf_buf_free(&b);
-	return s.status;
+	return st;
 }
 
 static int never_true(void *ud)
@@ -192,10 +146,11 @@ Test(metrics_auth, token_review_and_access_review)
 	delete (path);
 	cr_assert_eq(got, 200, "still %ld after binding metrics-reader", got);
 	sf_buf_reset(&b);
-	scrape s = https_get(mp, tok, &b);
-	cr_assert_eq(s.status, 200);
-	cr_assert(strstr(b.data ? b.data : "", "steadfast_build_info{version="), "%s", b.data);
-	cr_assert(strstr(s.subject, "localhost"), "self-signed subject: %s", s.subject);
+	char subj[256];
+	cr_assert_eq(tl_ctl_https_get(mp, "/metrics", tok, &b, subj, sizeof(subj)), 200);
+	sf_buf_putc(&b, '\0');
+	cr_assert(strstr(b.data, "steadfast_build_info{version="), "%.400s", b.data);
+	cr_assert(strstr(subj, "localhost"), "self-signed subject: %s", subj);
 
 	/* plain HTTP to the metrics port gets no answer */
 	sf_buf_reset(&b);
@@ -248,10 +203,7 @@ static const char *served_subject(int port, char *out, size_t n)
 {
 	sf_buf b;
 	sf_buf_init(&b, 1 << 22);
-	scrape s = https_get(port, NULL, &b);
-	cr_assert_eq(s.rc, CURLE_OK, "%s", curl_easy_strerror(s.rc));
-	cr_assert_eq(s.status, 401);
-	snprintf(out, n, "%s", s.subject);
+	cr_assert_eq(tl_ctl_https_get(port, "/metrics", NULL, &b, out, n), 401);
 	sf_buf_free(&b);
 	return out;
 }

@@ -282,6 +282,45 @@ long tl_ctl_http_get(int port, const char *path, sf_buf *b)
 	return code;
 }
 
+long tl_ctl_https_get(int port, const char *path, const char *token, sf_buf *b, char *subject,
+                      size_t n)
+{
+	char url[128], auth[4096];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d%s", port, path);
+	CURL *h = curl_easy_init();
+	cr_assert(h);
+	struct curl_slist *hdr = NULL;
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		hdr = curl_slist_append(hdr, auth);
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(h, CURLOPT_CERTINFO, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 15000L);
+	long code = 0;
+	CURLcode rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	struct curl_certinfo *ci = NULL;
+	if (subject && n) {
+		subject[0] = '\0';
+		if (rc == CURLE_OK && curl_easy_getinfo(h, CURLINFO_CERTINFO, &ci) == CURLE_OK &&
+		    ci && ci->num_of_certs > 0)
+			for (struct curl_slist *l = ci->certinfo[0]; l; l = l->next)
+				if (strncmp(l->data, "Subject:", 8) == 0)
+					snprintf(subject, n, "%s", l->data + 8);
+	}
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
+	return code;
+}
+
 void tl_ctl_dump(const tl_ctl *p, size_t last)
 {
 	fprintf(stderr, "--- controller %s (log %s), last %zu lines:\n", p->id, p->logpath, last);
