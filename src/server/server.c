@@ -26,6 +26,20 @@
  * both are closed; the server is freed when its listener and all its
  * connections are, which is when sf_srv_close's callback runs.
  *
+ * A guarded route adds a fifth state, AUTH: the head is in, reading is
+ * stopped, and the connection waits for sf_srv_verdict; a connection closed
+ * meanwhile is kept (not freed) until the verdict comes.
+ *
+ * With opts.tls every connection is a GnuTLS session driven by the loop:
+ * libuv reads ciphertext into a scratch area that the pull function hands
+ * to GnuTLS (EAGAIN once it is used up), and the push function appends what
+ * GnuTLS writes to a buffer that is flushed with uv_write after each call
+ * into GnuTLS. So the handshake and records never block, the plaintext
+ * lands where the plain path would have read it (the head buffer, or the
+ * body scratch), and a response is encrypted whole and followed by a
+ * close_notify. A failed handshake is answered with its alert (e.g.
+ * protocol_version for TLS 1.1) before the connection closes.
+ *
  * The listening socket is created, bound and put into listening state with
  * plain socket calls and then handed to libuv, so that bind errors come back
  * from sf_srv_new synchronously with nothing left on the loop.
