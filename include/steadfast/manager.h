@@ -36,6 +36,12 @@ typedef struct sf_mgr_opts {
 	double kube_api_qps;               /* client rate limit; 0 = 50, < 0 = none */
 	int kube_api_burst;                /* 0 = 100 */
 	const sf_aw_config *cfg;           /* borrowed */
+	/* /metrics over HTTPS with TokenReview/SubjectAccessReview (as
+	 * controller-runtime's secure serving); 0 = plain HTTP to anyone */
+	int metrics_secure;
+	const char *metrics_cert_path; /* NULL = self-signed at start */
+	const char *metrics_cert_name; /* NULL = "tls.crt" */
+	const char *metrics_cert_key;  /* NULL = "tls.key" */
 } sf_mgr_opts;
 
 /* The command line, in controller-runtime's spelling (Go flag syntax as
@@ -46,6 +52,8 @@ typedef struct sf_mgr_opts {
  *   --leader-election-namespace --leader-elect-lease-duration
  *   --leader-elect-renew-deadline --leader-elect-retry-period (Go durations)
  *   --metrics-bind-address --health-probe-bind-address --config
+ *   --metrics-secure[=bool] (default true) --metrics-cert-path
+ *   --metrics-cert-name --metrics-cert-key (the kubebuilder scaffold's)
  *   --zap-log-level --namespace (watch only this one) --identity
  *   --kube-api-qps --kube-api-burst (kube-controller-manager's names)
  * The operator config (--config) is loaded and validated into store->cfg;

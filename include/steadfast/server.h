@@ -76,6 +76,17 @@ typedef struct sf_srv_request {
  * is refused without waiting for a line end. */
 int sf_srv_parse_request(const char *buf, size_t len, sf_srv_request *out);
 
+/* Finds the first header field called name (case-insensitive) in the head
+ * of a request, head_len bytes as sf_srv_parse_request measured them.
+ * Returns 1 with the value (optional whitespace trimmed, not
+ * NUL-terminated), 0 when there is none. Safe on any bytes. */
+int sf_srv_header(const char *head, size_t head_len, const char *name, const char **val,
+                  size_t *vlen);
+/* The token of an "Authorization: Bearer <token>" field (the scheme is
+ * case-insensitive, as the API server reads it): 1 with the token, 0 when
+ * the field is absent or not a well-formed bearer credential. */
+int sf_srv_bearer(const char *head, size_t head_len, const char **tok, size_t *toklen);
+
 /* Parses a bind address (see the top of this file). Returns 0 with *out set
  * (the port may be 0), 1 when the address disables the server, or -EINVAL
  * with a message in err. The unspecified IPv6 address in *out means all
@@ -98,6 +109,20 @@ typedef struct sf_srv_response {
  * res (the error is logged). */
 typedef int (*sf_srv_handler_fn)(void *ud, const sf_srv_request *req, sf_srv_response *res);
 
+/* A guard decides, asynchronously, whether a request to its route is
+ * served: the server calls it with the request's bearer token (NULL when
+ * there is none; borrowed for the call only) once the request is in, stops
+ * reading, and waits (within timeout_ms from accept) until sf_srv_verdict
+ * is called with p, exactly once, even after the connection or the server
+ * was closed (a closed one is then freed): 0 to run the handler, or the
+ * status to answer instead (401, 403, 500). It may be called from the
+ * guard itself. */
+typedef struct sf_srv_pending sf_srv_pending;
+typedef void (*sf_srv_guard_fn)(void *ud, const char *token, size_t token_len, sf_srv_pending *p);
+void sf_srv_verdict(sf_srv_pending *p, int status);
+
+struct sf_tlscred;
+
 typedef struct sf_srv_opts {
 	const char *bind;    /* see the top of this file; NULL = disabled */
 	const char *name;    /* for logs ("health", "metrics"); copied; NULL = "" */
@@ -108,16 +133,21 @@ typedef struct sf_srv_opts {
 	size_t max_body;     /* Content-Length read and discarded; larger is
 	                      * answered with 413; 0 = 1024 */
 	size_t max_response; /* cap on a handler's body; 0 = 64 MiB */
-	char *err;           /* if not NULL, sf_srv_new puts a message here */
+	/* HTTPS (GnuTLS, TLS 1.2 and 1.3 only) with the certificate from tls
+	 * (borrowed: it must outlive the server); NULL = plain HTTP. The
+	 * handshake counts against the request deadline. */
+	struct sf_tlscred *tls;
+	char *err; /* if not NULL, sf_srv_new puts a message here */
 	size_t errlen;
 } sf_srv_opts;
 
 typedef struct sf_srv_stats {
-	size_t conns;       /* connections open now */
-	uint64_t accepted;  /* connections taken on */
-	uint64_t rejected;  /* connections closed at once: max_conns were open */
-	uint64_t responses; /* responses sent, any status */
-	uint64_t timeouts;  /* connections closed by their deadline */
+	size_t conns;          /* connections open now */
+	uint64_t accepted;     /* connections taken on */
+	uint64_t rejected;     /* connections closed at once: max_conns were open */
+	uint64_t responses;    /* responses sent, any status */
+	uint64_t timeouts;     /* connections closed by their deadline */
+	uint64_t tls_failures; /* TLS handshakes or records that failed */
 } sf_srv_stats;
 
 /* Binds and starts listening. Returns 0 and *out, 0 with *out NULL when the
@@ -130,6 +160,9 @@ int sf_srv_new(uv_loop_t *loop, const sf_srv_opts *opts, sf_srv **out);
 /* Serves path (exact match, the query ignored) with handler. 0, -EINVAL
  * (path not starting with '/'), -EEXIST or -ENOMEM. */
 int sf_srv_route(sf_srv *srv, const char *path, sf_srv_handler_fn handler, void *ud);
+/* sf_srv_route with a guard that must let each request through first. */
+int sf_srv_route_guarded(sf_srv *srv, const char *path, sf_srv_handler_fn handler, void *ud,
+                         sf_srv_guard_fn guard, void *guard_ud);
 /* The bound port (the ephemeral one for port 0); 0 for a NULL server. */
 int sf_srv_port(const sf_srv *srv);
 void sf_srv_stats_get(const sf_srv *srv, sf_srv_stats *st);

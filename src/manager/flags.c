@@ -20,7 +20,7 @@
  * the operator config. */
 typedef struct raw {
 	const char *config, *metrics, *health;
-	int leader_elect;
+	int leader_elect, metrics_secure;
 	int64_t lease_ns, renew_ns, retry_ns;
 	double qps;
 	long burst;
@@ -67,6 +67,20 @@ static void define(sf_flagset *fs, sf_mgr_opts *o, raw *r, sf_mgr_flags *st)
 	    ->def = "2s";
 	sf_flag_string(fs, &r->metrics, "metrics-bind-address", 0, "ADDR", "/metrics; 0: off")
 	    ->def = "the config's, :8080";
+	sf_flag_bool(fs, &r->metrics_secure, "metrics-secure", 0,
+	             "serve /metrics over HTTPS to callers that the API\n"
+	             "server authenticates and allows get on /metrics;\n"
+	             "=false: plain HTTP to anyone")
+	    ->def = "true";
+	sf_flag_string(fs, &o->metrics_cert_path, "metrics-cert-path", 0, "DIR",
+	               "directory with the metrics certificate and key,\n"
+	               "reloaded when they change; default self-signed");
+	sf_flag_string(fs, &o->metrics_cert_name, "metrics-cert-name", 0, "FILE",
+	               "certificate file in --metrics-cert-path")
+	    ->def = "tls.crt";
+	sf_flag_string(fs, &o->metrics_cert_key, "metrics-cert-key", 0, "FILE",
+	               "key file in --metrics-cert-path")
+	    ->def = "tls.key";
 	sf_flag_string(fs, &r->health, "health-probe-bind-address", 0, "ADDR",
 	               "/healthz and /readyz; 0: off")
 	    ->def = "the config's, :8081";
@@ -128,6 +142,7 @@ int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, 
 	    to_ms(&fs, "leader-elect-renew-deadline", r.renew_ns, &o->renew_ms, err, errlen) ||
 	    to_ms(&fs, "leader-elect-retry-period", r.retry_ns, &o->retry_ms, err, errlen))
 		return -EINVAL;
+	o->metrics_secure = sf_flag_lookup(&fs, "metrics-secure")->set ? r.metrics_secure : 1;
 	if (sf_flag_lookup(&fs, "kube-api-qps")->set)
 		o->kube_api_qps = r.qps > 0 ? r.qps : -1;
 	if (sf_flag_lookup(&fs, "kube-api-burst")->set)

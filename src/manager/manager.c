@@ -20,6 +20,8 @@
 #include <uv.h>
 
 #include "steadfast/client.h"
+#include "steadfast/review.h"
+#include "steadfast/tlscred.h"
 #include "steadfast/config.h"
 #include "steadfast/controller.h"
 #include "steadfast/election.h"
@@ -38,6 +40,11 @@ typedef struct mgr {
 	sf_awctl *ctl;
 	uv_signal_t sigterm, sigint;
 	sf_srv *health, *metrics;
+	/* secure metrics: the certificate, and the reviews' own client (not
+	 * write-gated by the election: reviews write nothing) */
+	sf_tlscred *tlscred;
+	sf_kube_client *review_client;
+	sf_review *review;
 	int quitting;
 	int parts;
 } mgr;
@@ -98,10 +105,51 @@ static int on_metrics(void *ud, const sf_srv_request *req, sf_srv_response *res)
 	return rc < 0 ? rc : 0;
 }
 
+/* The metrics route's guard: the request's token, reviewed. */
+static void on_reviewed(void *ud, int verdict)
+{
+	sf_srv_verdict(ud, verdict);
+}
+
+static void guard_metrics(void *ud, const char *token, size_t len, sf_srv_pending *p)
+{
+	mgr *m = ud;
+	sf_review_check(m->review, token, len, on_reviewed, p);
+}
+
+/* What secure metrics need: the certificate and a reviewer. */
+static int secure_metrics_setup(mgr *m, const sf_mgr_opts *o)
+{
+	char err[512] = "";
+	sf_tlscred_opts to = {.cert_dir = o->metrics_cert_path,
+	                      .cert_name = o->metrics_cert_name,
+	                      .key_name = o->metrics_cert_key,
+	                      .err = err,
+	                      .errlen = sizeof(err)};
+	int rc = sf_tlscred_new(&to, &m->tlscred);
+	if (rc < 0) {
+		sf_log_error(LOGGER, "cannot load the metrics certificate", "error", err, NULL);
+		return rc;
+	}
+	sf_kube_client_opts co = {.qps = -1, .max_retries_429 = -1};
+	rc = sf_kube_client_new(&m->loop, m->cfg, &co, &m->review_client);
+	if (rc == 0)
+		rc = sf_review_new(&m->loop, m->review_client, NULL, &m->review);
+	if (rc < 0)
+		sf_log_error(LOGGER, "cannot set up metrics authorization", "error", strerror(-rc),
+		             NULL);
+	return rc;
+}
+
 static int serve(mgr *m, const char *bind, const char *name, sf_srv **out)
 {
 	char err[256] = "";
-	sf_srv_opts so = {.bind = bind, .name = name, .err = err, .errlen = sizeof(err)};
+	int metrics = strcmp(name, "metrics") == 0;
+	sf_srv_opts so = {.bind = bind,
+	                  .name = name,
+	                  .tls = metrics ? m->tlscred : NULL,
+	                  .err = err,
+	                  .errlen = sizeof(err)};
 	int rc = sf_srv_new(&m->loop, &so, out);
 	if (rc < 0) {
 		sf_log_error(LOGGER, "cannot serve", "server", name, "address", bind, "error", err,
@@ -115,7 +163,8 @@ static int serve(mgr *m, const char *bind, const char *name, sf_srv **out)
 		if (rc == 0)
 			rc = sf_srv_route(*out, "/readyz", on_readyz, m);
 	} else {
-		rc = sf_srv_route(*out, "/metrics", on_metrics, m);
+		rc = sf_srv_route_guarded(*out, "/metrics", on_metrics, m,
+		                          m->review ? guard_metrics : NULL, m);
 	}
 	char port[24];
 	sf_log_info(LOGGER, "serving", "server", name, "address", bind, "port",
@@ -194,6 +243,11 @@ static void shutdown_all(mgr *m)
 		sf_elect_close(m->e, part_done, m);
 	}
 	sf_kube_client_close(m->client, part_done, m);
+	if (m->review_client) {
+		m->parts++;
+		sf_kube_client_close(m->review_client, part_done, m);
+		m->review_client = NULL;
+	}
 	uv_close((uv_handle_t *)&m->sigterm, handle_closed);
 	uv_close((uv_handle_t *)&m->sigint, handle_closed);
 }
@@ -285,6 +339,9 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		sf_elect_fence_attach(m.e, m.client);
 	}
 	const sf_aw_config *acfg = o->cfg ? o->cfg : &defaults;
+	if (o->metrics_secure && strcmp(acfg->metrics_bind, "0") != 0 && acfg->metrics_bind[0] &&
+	    (rc = secure_metrics_setup(&m, o)) < 0)
+		goto fail;
 	if (serve(&m, acfg->health_bind, "health", &m.health) < 0 ||
 	    serve(&m, acfg->metrics_bind, "metrics", &m.metrics) < 0) {
 		rc = -EADDRINUSE;
@@ -310,6 +367,8 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		sf_awctl_lead(m.ctl, NULL, ctl_ready, &m);
 	uv_run(&m.loop, UV_RUN_DEFAULT);
 	sf_awctl_free(m.ctl);
+	sf_review_free(m.review);
+	sf_tlscred_free(m.tlscred);
 	sf_kube_config_free(m.cfg);
 	rc = uv_loop_close(&m.loop);
 	sf_log_info(LOGGER, "stopped", NULL);
@@ -325,8 +384,12 @@ fail:
 		sf_awctl_stop(m.ctl, NULL, NULL);
 	if (m.client)
 		sf_kube_client_close(m.client, NULL, NULL);
+	if (m.review_client)
+		sf_kube_client_close(m.review_client, NULL, NULL);
 	uv_run(&m.loop, UV_RUN_DEFAULT);
 	sf_awctl_free(m.ctl);
+	sf_review_free(m.review);
+	sf_tlscred_free(m.tlscred);
 	uv_loop_close(&m.loop);
 	sf_kube_config_free(m.cfg);
 	return 1;

@@ -26,6 +26,20 @@
  * both are closed; the server is freed when its listener and all its
  * connections are, which is when sf_srv_close's callback runs.
  *
+ * A guarded route adds a fifth state, AUTH: the head is in, reading is
+ * stopped, and the connection waits for sf_srv_verdict; a connection closed
+ * meanwhile is kept (not freed) until the verdict comes.
+ *
+ * With opts.tls every connection is a GnuTLS session driven by the loop:
+ * libuv reads ciphertext into a scratch area that the pull function hands
+ * to GnuTLS (EAGAIN once it is used up), and the push function appends what
+ * GnuTLS writes to a buffer that is flushed with uv_write after each call
+ * into GnuTLS. So the handshake and records never block, the plaintext
+ * lands where the plain path would have read it (the head buffer, or the
+ * body scratch), and a response is encrypted whole and followed by a
+ * close_notify. A failed handshake is answered with its alert (e.g.
+ * protocol_version for TLS 1.1) before the connection closes.
+ *
  * The listening socket is created, bound and put into listening state with
  * plain socket calls and then handed to libuv, so that bind errors come back
  * from sf_srv_new synchronously with nothing left on the loop.
@@ -35,6 +49,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +58,7 @@
 #include <unistd.h>
 
 #include "steadfast/log.h"
+#include "steadfast/tlscred.h"
 
 #define DEFAULT_MAX_CONNS 64
 #define DEFAULT_TIMEOUT_MS 10000
@@ -56,6 +72,9 @@
 #define SCRATCH_SIZE 4096
 #define DEFAULT_CONTENT_TYPE "text/plain; charset=utf-8"
 #define ALLOW "GET, HEAD"
+#define TLS_READ_SIZE 16384
+/* TLS 1.2 minimum, as controller-runtime's secure serving. */
+#define TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 /* --- request parser -------------------------------------------------------- */
 
@@ -288,6 +307,68 @@ int sf_srv_parse_request(const char *buf, size_t len, sf_srv_request *out)
 
 /* --- bind addresses -------------------------------------------------------- */
 
+/* --- header fields ---------------------------------------------------------- */
+
+static int is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+int sf_srv_header(const char *head, size_t head_len, const char *name, const char **val,
+                  size_t *vlen)
+{
+	size_t nl = strlen(name);
+	const char *p = memchr(head, '\n', head_len); /* skip the request line */
+	const char *end = head + head_len;
+	while (p && ++p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *le = eol ? eol : end;
+		if (le > p && le[-1] == '\r')
+			le--;
+		if ((size_t)(le - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+			const char *v = p + nl + 1;
+			while (v < le && is_ows(*v))
+				v++;
+			while (le > v && is_ows(le[-1]))
+				le--;
+			*val = v;
+			*vlen = (size_t)(le - v);
+			return 1;
+		}
+		p = eol;
+	}
+	return 0;
+}
+
+/* token68 (RFC 9110 11.2): what a bearer credential is made of. */
+static int is_token68(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c != 0 && strchr("-._~+/=", c) != NULL);
+}
+
+int sf_srv_bearer(const char *head, size_t head_len, const char **tok, size_t *toklen)
+{
+	const char *v;
+	size_t n;
+	if (!sf_srv_header(head, head_len, "Authorization", &v, &n))
+		return 0;
+	if (n < 7 || strncasecmp(v, "bearer", 6) != 0 || v[6] != ' ')
+		return 0;
+	size_t i = 7;
+	while (i < n && v[i] == ' ')
+		i++;
+	if (i == n)
+		return 0;
+	for (size_t j = i; j < n; j++) {
+		if (!is_token68((unsigned char)v[j]))
+			return 0;
+	}
+	*tok = v + i;
+	*toklen = n - i;
+	return 1;
+}
+
 int sf_srv_parse_bind(const char *bind, struct sockaddr_storage *out, char *err, size_t errlen)
 {
 	if (!bind || !*bind || strcmp(bind, "0") == 0)
@@ -373,6 +454,8 @@ typedef struct route {
 	struct route *next;
 	sf_srv_handler_fn fn;
 	void *ud;
+	sf_srv_guard_fn guard;
+	void *guard_ud;
 	size_t len;
 	char path[];
 } route;
@@ -380,6 +463,7 @@ typedef struct route {
 enum {
 	C_HEAD,
 	C_BODY,
+	C_AUTH, /* waiting for the guard's verdict, reading stopped */
 	C_WRITE,
 	C_LINGER,
 };
@@ -395,8 +479,18 @@ typedef struct conn {
 	int closing;
 	int handles; /* open handles; freed at 0 */
 	int peer_eof;
-	int head_only; /* HEAD request: no body in the response */
+	int head_only;    /* HEAD request: no body in the response */
+	int auth_pending; /* the guard has not answered yet: not freed */
+	int authorized;
+	route *guarded;
 	uint64_t body_left;
+	/* TLS (tls NULL for plain HTTP) */
+	gnutls_session_t tls;
+	sf_tlscred_ref *cred;
+	int hs_done;
+	const char *rd; /* ciphertext read and not yet given to GnuTLS */
+	size_t rd_len;
+	sf_buf tout; /* ciphertext GnuTLS produced, to write */
 	sf_srv_request req;
 	sf_buf head;
 	sf_buf body;
@@ -429,7 +523,10 @@ struct sf_srv {
 	void (*close_cb)(void *ud);
 	void *close_ud;
 	sf_srv_stats st;
-	char scratch[SCRATCH_SIZE]; /* discarded bytes */
+	sf_tlscred *tlscred;
+	gnutls_priority_t prio;
+	char scratch[SCRATCH_SIZE];   /* discarded bytes */
+	char tscratch[TLS_READ_SIZE]; /* ciphertext reads */
 };
 
 static void on_connection(uv_stream_t *server, int status);
@@ -442,6 +539,8 @@ static void srv_free(sf_srv *srv)
 		free(r);
 		r = next;
 	}
+	if (srv->prio)
+		gnutls_priority_deinit(srv->prio);
 	free(srv->name);
 	free(srv);
 }
@@ -496,11 +595,8 @@ static int valid_content_type(const char *ct)
 
 /* --- connections ----------------------------------------------------------- */
 
-static void conn_handle_closed(uv_handle_t *h)
+static void conn_free(conn *c)
 {
-	conn *c = h->data;
-	if (--c->handles > 0)
-		return;
 	sf_srv *srv = c->srv;
 	if (c->prev)
 		c->prev->next = c->next;
@@ -512,6 +608,10 @@ static void conn_handle_closed(uv_handle_t *h)
 	srv->live--;
 	sf_buf_free(&c->head);
 	sf_buf_free(&c->body);
+	sf_buf_free(&c->tout);
+	if (c->tls)
+		gnutls_deinit(c->tls);
+	sf_tlscred_put(c->cred);
 	free(c);
 	if (srv->stalled && !srv->closing) {
 		/* libuv holds an accepted socket until it is taken. */
@@ -519,6 +619,14 @@ static void conn_handle_closed(uv_handle_t *h)
 		on_connection((uv_stream_t *)&srv->listener, 0);
 	}
 	maybe_finish(srv);
+}
+
+static void conn_handle_closed(uv_handle_t *h)
+{
+	conn *c = h->data;
+	if (--c->handles > 0 || c->auth_pending)
+		return;
+	conn_free(c);
 }
 
 static void conn_close(conn *c)
@@ -546,7 +654,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	conn *c = h->data;
 	(void)suggested;
-	if (c->state == C_HEAD)
+	if (c->tls)
+		*buf = uv_buf_init(c->srv->tscratch, sizeof(c->srv->tscratch));
+	else if (c->state == C_HEAD)
 		*buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->srv->max_head - c->in_len));
 	else
 		*buf = uv_buf_init(c->srv->scratch, sizeof(c->srv->scratch));
@@ -563,9 +673,9 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
-static void on_write(uv_write_t *req, int status)
+/* The response (and for TLS the close_notify) is out, or failed. */
+static void response_written(conn *c, int status)
 {
-	conn *c = req->data;
 	if (c->closing)
 		return;
 	if (status < 0) {
@@ -585,6 +695,104 @@ static void on_write(uv_write_t *req, int status)
 	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) < 0 ||
 	    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
 		conn_close(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+	response_written(req->data, status);
+}
+
+/* A write of ciphertext; the last one of a response ends it, or (a
+ * failed handshake's alert) closes the connection. */
+#define WRITE_THEN_CLOSE 2
+typedef struct twrite {
+	uv_write_t req;
+	conn *c;
+	int last;
+	char data[];
+} twrite;
+
+static void on_twrite(uv_write_t *req, int status)
+{
+	twrite *w = req->data;
+	conn *c = w->c;
+	int last = w->last;
+	free(w);
+	if (c->closing)
+		return;
+	if (status < 0) {
+		conn_close(c);
+		return;
+	}
+	if (last == WRITE_THEN_CLOSE)
+		conn_close(c);
+	else if (last)
+		response_written(c, 0);
+}
+
+/* Writes what GnuTLS produced. 0, or a negative errno (close). */
+static int tls_flush(conn *c, int last)
+{
+	if (!c->tout.len && !last)
+		return 0;
+	twrite *w = malloc(sizeof(*w) + c->tout.len);
+	if (!w)
+		return -ENOMEM;
+	w->c = c;
+	w->last = last;
+	w->req.data = w;
+	if (c->tout.len)
+		memcpy(w->data, c->tout.data, c->tout.len);
+	uv_buf_t b = uv_buf_init(w->data, (unsigned)c->tout.len);
+	sf_buf_reset(&c->tout);
+	int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_twrite);
+	if (rc < 0)
+		free(w);
+	return rc;
+}
+
+static ssize_t tls_push(gnutls_transport_ptr_t p, const void *data, size_t n)
+{
+	conn *c = p;
+	if (sf_buf_append(&c->tout, data, n) < 0) {
+		gnutls_transport_set_errno(c->tls, ENOMEM);
+		return -1;
+	}
+	return (ssize_t)n;
+}
+
+static ssize_t tls_pull(gnutls_transport_ptr_t p, void *data, size_t n)
+{
+	conn *c = p;
+	if (!c->rd_len) {
+		gnutls_transport_set_errno(c->tls, EAGAIN);
+		return -1;
+	}
+	if (n > c->rd_len)
+		n = c->rd_len;
+	memcpy(data, c->rd, n);
+	c->rd += n;
+	c->rd_len -= n;
+	return (ssize_t)n;
+}
+
+/* Encrypts the response and sends it with a close_notify. */
+static int tls_send(conn *c, const uv_buf_t *bufs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		size_t off = 0;
+		while (off < bufs[i].len) {
+			ssize_t w =
+			    gnutls_record_send(c->tls, bufs[i].base + off, bufs[i].len - off);
+			if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
+				continue; /* push never blocks */
+			if (w < 0)
+				return -EIO;
+			off += (size_t)w;
+		}
+	}
+	gnutls_bye(c->tls, GNUTLS_SHUT_WR);
+	return tls_flush(c, 1);
 }
 
 static void log_request(const conn *c, int status)
@@ -632,7 +840,8 @@ static void send_response(conn *c, int status, const char *content_type, sf_buf 
 	if (!c->head_only && c->body.len)
 		bufs[n++] = uv_buf_init(c->body.data, (unsigned)c->body.len);
 	uv_timer_start(&c->timer, on_timeout, c->srv->timeout_ms, 0);
-	if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, n, on_write) < 0)
+	if (c->tls ? tls_send(c, bufs, n) < 0
+	           : uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, n, on_write) < 0)
 		conn_close(c);
 }
 
@@ -677,6 +886,18 @@ static void dispatch(conn *c)
 		send_error(c, 405);
 		return;
 	}
+	if (r->guard && !c->authorized) {
+		const char *tok = NULL;
+		size_t toklen = 0;
+		if (!sf_srv_bearer(c->in, req->head_len, &tok, &toklen))
+			tok = NULL;
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		c->state = C_AUTH;
+		c->auth_pending = 1;
+		c->guarded = r;
+		r->guard(r->guard_ud, tok, tok ? toklen : 0, (sf_srv_pending *)c);
+		return;
+	}
 	sf_srv_response res = {.status = 200, .content_type = DEFAULT_CONTENT_TYPE};
 	sf_buf_init(&res.body, srv->max_response);
 	int rc = r->fn(r->ud, req, &res);
@@ -695,6 +916,23 @@ static void dispatch(conn *c)
 		return;
 	}
 	send_response(c, res.status, res.content_type, &res.body);
+}
+
+void sf_srv_verdict(sf_srv_pending *p, int status)
+{
+	conn *c = (conn *)p;
+	c->auth_pending = 0;
+	if (c->closing) {
+		if (c->handles == 0)
+			conn_free(c);
+		return;
+	}
+	if (status == 0) {
+		c->authorized = 1;
+		dispatch(c);
+	} else {
+		send_error(c, valid_status(status) ? status : 500);
+	}
 }
 
 static int error_status(int rc)
@@ -745,28 +983,21 @@ static void head_data(conn *c, size_t n)
 	}
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void peer_eof(conn *c)
 {
-	conn *c = s->data;
-	(void)buf;
-	if (c->closing || nread == 0)
-		return;
-	if (nread < 0) {
-		if (nread != UV_EOF) {
-			conn_close(c);
-			return;
-		}
-		c->peer_eof = 1;
-		if (c->state == C_HEAD && c->in_len > 0) {
-			/* Half-closed mid-request: it cannot be completed. */
-			memset(&c->req, 0, sizeof(c->req));
-			send_error(c, 400);
-		} else {
-			conn_close(c);
-		}
-		return;
+	c->peer_eof = 1;
+	if (c->state == C_HEAD && c->in_len > 0) {
+		/* Half-closed mid-request: it cannot be completed. */
+		memset(&c->req, 0, sizeof(c->req));
+		send_error(c, 400);
+	} else {
+		conn_close(c);
 	}
-	size_t n = (size_t)nread;
+}
+
+/* n bytes of the request arrived (into c->in in HEAD, else scratch). */
+static void got_data(conn *c, size_t n)
+{
 	switch (c->state) {
 	case C_HEAD: head_data(c, n); break;
 	case C_BODY:
@@ -776,6 +1007,86 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		break;
 	default: /* LINGER: discarded */ break;
 	}
+}
+
+static void tls_failed(conn *c, const char *what, int rc)
+{
+	c->srv->st.tls_failures++;
+	sf_log_debug("server", "TLS failed", "name", c->srv->name, "step", what, "error",
+	             gnutls_strerror(rc), NULL);
+	/* tell the client why (protocol_version for TLS 1.1), then close */
+	gnutls_alert_send_appropriate(c->tls, rc);
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	c->state = C_WRITE;
+	uv_timer_start(&c->timer, on_timeout, c->srv->linger_ms, 0);
+	if (tls_flush(c, WRITE_THEN_CLOSE) < 0)
+		conn_close(c);
+}
+
+/* Ciphertext arrived: drive the handshake, then decrypt the request. */
+static void tls_read(conn *c, const char *data, size_t n)
+{
+	if (c->state == C_LINGER)
+		return;
+	c->rd = data;
+	c->rd_len = n;
+	if (!c->hs_done) {
+		int rc = gnutls_handshake(c->tls);
+		if (rc < 0 && rc != GNUTLS_E_AGAIN && rc != GNUTLS_E_INTERRUPTED) {
+			tls_failed(c, "handshake", rc);
+			return;
+		}
+		if (tls_flush(c, 0) < 0) {
+			conn_close(c);
+			return;
+		}
+		if (rc < 0)
+			return;
+		c->hs_done = 1;
+	}
+	while (!c->closing && (c->state == C_HEAD || c->state == C_BODY)) {
+		char *dst = c->srv->scratch;
+		size_t cap = sizeof(c->srv->scratch);
+		if (c->state == C_HEAD) {
+			dst = c->in + c->in_len;
+			cap = c->srv->max_head - c->in_len;
+		}
+		ssize_t r = gnutls_record_recv(c->tls, dst, cap);
+		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+			break;
+		if (r == 0) {
+			peer_eof(c);
+			break;
+		}
+		if (r < 0) {
+			tls_failed(c, "record", (int)r);
+			break;
+		}
+		got_data(c, (size_t)r);
+	}
+	c->rd_len = 0;
+	if (!c->closing && c->state != C_WRITE && c->state != C_LINGER && tls_flush(c, 0) < 0)
+		conn_close(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	conn *c = s->data;
+	if (c->closing || nread == 0)
+		return;
+	if (nread < 0) {
+		if (nread != UV_EOF)
+			conn_close(c);
+		else if (c->tls && c->state != C_LINGER)
+			conn_close(c); /* no close_notify: nothing to answer */
+		else
+			peer_eof(c);
+		return;
+	}
+	if (c->tls)
+		tls_read(c, buf->base, (size_t)nread);
+	else
+		got_data(c, (size_t)nread);
 }
 
 static void reject_closed(uv_handle_t *h)
@@ -807,6 +1118,25 @@ static int reject_one(sf_srv *srv)
 	return 0;
 }
 
+static int tls_start(conn *c)
+{
+	gnutls_certificate_credentials_t x = sf_tlscred_get(c->srv->tlscred, &c->cred);
+	int rc = gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_TICKETS);
+	if (rc < 0) {
+		c->tls = NULL;
+		return -ENOMEM;
+	}
+	rc = gnutls_priority_set(c->tls, c->srv->prio);
+	if (rc == 0)
+		rc = gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, x);
+	if (rc < 0)
+		return -ENOMEM;
+	gnutls_transport_set_ptr(c->tls, c);
+	gnutls_transport_set_push_function(c->tls, tls_push);
+	gnutls_transport_set_pull_function(c->tls, tls_pull);
+	return 0;
+}
+
 static int conn_start(sf_srv *srv)
 {
 	conn *c = calloc(1, sizeof(*c) + srv->max_head);
@@ -830,6 +1160,7 @@ static int conn_start(sf_srv *srv)
 	c->tcp.data = c->timer.data = c->wreq.data = c->sreq.data = c;
 	sf_buf_init(&c->head, 0);
 	sf_buf_init(&c->body, 0);
+	sf_buf_init(&c->tout, 0);
 	c->next = srv->conns;
 	if (srv->conns)
 		srv->conns->prev = c;
@@ -838,6 +1169,10 @@ static int conn_start(sf_srv *srv)
 	srv->live++;
 	if (rc)
 		return rc;
+	if (srv->tlscred && (rc = tls_start(c)) < 0) {
+		conn_close(c);
+		return rc;
+	}
 	rc = uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp);
 	if (rc == 0)
 		rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
@@ -977,6 +1312,13 @@ int sf_srv_new(uv_loop_t *loop, const sf_srv_opts *opts, sf_srv **out)
 	srv->max_head = o.max_head ? o.max_head : DEFAULT_MAX_HEAD;
 	srv->max_body = o.max_body ? o.max_body : DEFAULT_MAX_BODY;
 	srv->max_response = o.max_response ? o.max_response : DEFAULT_MAX_RESPONSE;
+	srv->tlscred = o.tls;
+	if (o.tls && gnutls_priority_init(&srv->prio, TLS_PRIORITY, NULL) < 0) {
+		sf_errf(o.err, o.errlen, "TLS priority %s refused by GnuTLS", TLS_PRIORITY);
+		srv->prio = NULL;
+		srv_free(srv);
+		return -EINVAL;
+	}
 
 	int fd = -1;
 	const char *step;
@@ -1030,12 +1372,18 @@ int sf_srv_new(uv_loop_t *loop, const sf_srv_opts *opts, sf_srv **out)
 	snprintf(addr, sizeof(addr), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host,
 	         srv->port);
 	sf_log_info("server", "serving", "name", srv->name, "addr", addr, "port",
-	            sf_log_int(port, srv->port), NULL);
+	            sf_log_int(port, srv->port), "scheme", srv->tlscred ? "https" : "http", NULL);
 	*out = srv;
 	return 0;
 }
 
 int sf_srv_route(sf_srv *srv, const char *path, sf_srv_handler_fn handler, void *ud)
+{
+	return sf_srv_route_guarded(srv, path, handler, ud, NULL, NULL);
+}
+
+int sf_srv_route_guarded(sf_srv *srv, const char *path, sf_srv_handler_fn handler, void *ud,
+                         sf_srv_guard_fn guard, void *guard_ud)
 {
 	if (!path || path[0] != '/' || !handler)
 		return -EINVAL;
@@ -1049,6 +1397,8 @@ int sf_srv_route(sf_srv *srv, const char *path, sf_srv_handler_fn handler, void 
 	r->len = len;
 	r->fn = handler;
 	r->ud = ud;
+	r->guard = guard;
+	r->guard_ud = guard_ud;
 	r->next = srv->routes;
 	srv->routes = r;
 	return 0;

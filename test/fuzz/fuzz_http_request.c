@@ -1,6 +1,7 @@
 /*
  * fuzz_http_request.c - libFuzzer target for the probe server's request
- * parser (sf_srv_parse_request).
+ * parser (sf_srv_parse_request) and the bearer-token extraction that guards
+ * /metrics (sf_srv_header, sf_srv_bearer).
  *
  * The input is the bytes a client sent. Besides not crashing or reading out
  * of bounds, the parser must behave the way the server relies on when it
@@ -11,7 +12,11 @@
  *     exactly the head gives the same result, and every shorter prefix is
  *     incomplete;
  *   - an error is final: a prefix is either incomplete or has the same
- *     error, and an incomplete input has only incomplete prefixes.
+ *     error, and an incomplete input has only incomplete prefixes;
+ *   - on any bytes (the whole input, and a complete head as the server
+ *     passes it) a header value and a bearer token lie inside the input,
+ *     the value has no line end and no surrounding blanks, and the token
+ *     is non-empty token68.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -72,6 +77,26 @@ static int parse_prefix(const uint8_t *data, size_t n, sf_srv_request *r)
 	return rc;
 }
 
+static void check_bearer(const char *buf, size_t len)
+{
+	const char *v;
+	size_t n;
+	if (sf_srv_header(buf, len, "Authorization", &v, &n)) {
+		CHECK(inside(buf, len, v, n));
+		CHECK(!memchr(v, '\n', n));
+		CHECK(n == 0 ||
+		      (v[0] != ' ' && v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t'));
+	}
+	const char *t;
+	size_t tl;
+	if (sf_srv_bearer(buf, len, &t, &tl)) {
+		CHECK(tl > 0 && inside(buf, len, t, tl));
+		for (size_t i = 0; i < tl; i++)
+			CHECK((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'z') ||
+			      (t[i] >= 'A' && t[i] <= 'Z') || strchr("-._~+/=", t[i]));
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *buf = malloc(size ? size : 1);
@@ -81,12 +106,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sf_srv_request r;
 	int rc = sf_srv_parse_request(buf, size, &r);
 	CHECK(known(rc));
+	check_bearer(buf, size);
 
 	/* Prefixes to compare: all of them for short inputs, else a spread
 	 * plus the bytes just before the end of the head. */
 	size_t end = size;
 	if (rc == SF_SRV_PARSE_COMPLETE) {
 		check_complete(buf, size, &r);
+		check_bearer(buf, r.head_len);
 		sf_srv_request again;
 		CHECK(parse_prefix(data, r.head_len, &again) == SF_SRV_PARSE_COMPLETE);
 		CHECK(again.head_len == r.head_len && again.version == r.version &&

@@ -63,6 +63,8 @@
 #define SM_CRD_NAME "servicemonitors.monitoring.coreos.com"
 #define OPERATOR_CM "steadfast-operator-config"
 #define ADMISSION_CM "steadfast-admission"
+#define CONTROLLER_CR "steadfast-controller"
+#define METRICS_READER_CR "steadfast-metrics-reader"
 
 /* ---- the kustomization reader ---- */
 
@@ -385,6 +387,7 @@ static tl_kube K;
 static int K_OPEN;
 static char CTLNS[64], AWNS[64], SUFFIX[32];
 static char CR_NAME[300], CRB_NAME[300];
+static char MR_NAME[300], MRB_NAME[300]; /* metrics-reader role and its binding */
 static int SM_CRD_CREATED;
 static tl_aw_watch W; /* AWNS's AppWrappers, pods, Jobs and Events */
 static sf_kube_config *SA_CFG;
@@ -446,6 +449,10 @@ static void suite_fini(void)
 		admin_delete(&GVR_CLUSTERROLEBINDINGS, NULL, CRB_NAME);
 	if (CR_NAME[0])
 		admin_delete(&GVR_CLUSTERROLES, NULL, CR_NAME);
+	if (MRB_NAME[0])
+		admin_delete(&GVR_CLUSTERROLEBINDINGS, NULL, MRB_NAME);
+	if (MR_NAME[0])
+		admin_delete(&GVR_CLUSTERROLES, NULL, MR_NAME);
 	if (SM_CRD_CREATED)
 		admin_delete(&SF_GVR_CRDS, NULL, SM_CRD_NAME);
 	tl_kube_close(&K);
@@ -490,12 +497,23 @@ Test(manifests, kustomization_reaches_every_manifest_once)
 {
 	mset m;
 	mset_load(&m);
-	static const char *const kinds[] = {
-	    "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
-	    "ClusterRoleBinding",       "Role",      "RoleBinding",    "Deployment",
-	    "PodDisruptionBudget",      "Service",   "ServiceMonitor", NULL};
+	static const char *const kinds[] = {"CustomResourceDefinition",
+	                                    "Namespace",
+	                                    "ServiceAccount",
+	                                    "ClusterRoleBinding",
+	                                    "Role",
+	                                    "RoleBinding",
+	                                    "Deployment",
+	                                    "PodDisruptionBudget",
+	                                    "Service",
+	                                    "ServiceMonitor",
+	                                    NULL};
 	for (size_t i = 0; kinds[i]; i++)
 		only(&m, kinds[i]);
+	/* the controller's ClusterRole and the one for scraping /metrics */
+	named(&m, "ClusterRole", CONTROLLER_CR);
+	named(&m, "ClusterRole", METRICS_READER_CR);
+	cr_assert_eq(count_kind(&m, "ClusterRole"), 2);
 	/* the operator config and the admission policies' parameters */
 	named(&m, "ConfigMap", OPERATOR_CM);
 	named(&m, "ConfigMap", ADMISSION_CM);
@@ -505,7 +523,7 @@ Test(manifests, kustomization_reaches_every_manifest_once)
 	cr_assert_eq(count_kind(&m, "ValidatingAdmissionPolicyBinding"), 2);
 	cr_assert_eq(count_kind(&m, "MutatingAdmissionPolicy"), 1);
 	cr_assert_eq(count_kind(&m, "MutatingAdmissionPolicyBinding"), 1);
-	cr_assert_eq(m.ndocs, 19, "%zu documents; expected 19", m.ndocs);
+	cr_assert_eq(m.ndocs, 20, "%zu documents; expected 20", m.ndocs);
 
 	/* no manifest file is left out of the build */
 	char *all[MAX_FILES];
@@ -568,7 +586,8 @@ Test(manifests, deployment_agrees_with_config_services_and_rbac)
 	mset_load(&m);
 	const mdoc *dep = only(&m, "Deployment"), *cm = named(&m, "ConfigMap", OPERATOR_CM);
 	const mdoc *sa = only(&m, "ServiceAccount"), *role = only(&m, "Role");
-	const mdoc *rb = only(&m, "RoleBinding"), *cr = only(&m, "ClusterRole");
+	const mdoc *rb = only(&m, "RoleBinding"), *cr = named(&m, "ClusterRole", CONTROLLER_CR);
+	const mdoc *reader = named(&m, "ClusterRole", METRICS_READER_CR);
 	const mdoc *crb = only(&m, "ClusterRoleBinding"), *svc = only(&m, "Service");
 	const mdoc *sm = only(&m, "ServiceMonitor"), *pdb = only(&m, "PodDisruptionBudget");
 	sf_jv d = root_of(dep);
@@ -640,6 +659,7 @@ Test(manifests, deployment_agrees_with_config_services_and_rbac)
 	int rc = sf_mgr_flags_parse(argc, argv, &o, &st, err, sizeof(err));
 	cr_assert_eq(rc, 0, "the Deployment's args: %s", err);
 	cr_assert(o.leader_elect, "leader election is off");
+	cr_assert(o.metrics_secure, "/metrics is served to anyone (--metrics-secure=false)");
 	cr_assert_null(o.watch_namespace, "--namespace: the ClusterRole would be too wide");
 
 	/* the election's namespace and identity come from the downward API */
@@ -678,6 +698,36 @@ Test(manifests, deployment_agrees_with_config_services_and_rbac)
 	    "the ServiceMonitor does not select the Service");
 	cr_assert(sf_jv_streq(sf_jv_path(smr, "spec.endpoints[0].port"), svc_port));
 	cr_assert(sf_jv_streq(sf_jv_path(smr, "spec.endpoints[0].path"), "/metrics"));
+	/* secure metrics: HTTPS with the scraper's token; the certificate is
+	 * self-signed without --metrics-cert-path, so skip verification, else
+	 * a CA must be given */
+	sf_jv ep = sf_jv_path(smr, "spec.endpoints[0]");
+	char verbs_tr[256];
+	cr_assert(sf_jv_streq(sf_jv_get(ep, "scheme"), "https"), "the ServiceMonitor scrapes http");
+	cr_assert(sf_jv_ok(sf_jv_get(ep, "bearerTokenFile")) ||
+	              sf_jv_ok(sf_jv_get(ep, "authorization")),
+	          "the ServiceMonitor sends no token");
+	int skip = 0;
+	sf_jv_bool(sf_jv_path(ep, "tlsConfig.insecureSkipVerify"), &skip);
+	cr_assert(o.metrics_cert_path ? sf_jv_ok(sf_jv_path(ep, "tlsConfig.ca")) : skip,
+	          "tlsConfig does not fit the certificate (%s)",
+	          o.metrics_cert_path ? "from files: a CA is needed" : "self-signed");
+	/* the reviews that guard it, and the role to scrape it: get /metrics */
+	verbs_for(sf_jv_get(root_of(cr), "rules"), "authentication.k8s.io", "tokenreviews", "",
+	          verbs_tr, sizeof(verbs_tr));
+	cr_assert(has_verb(verbs_tr, "create"), "no create on tokenreviews: %s", verbs_tr);
+	verbs_for(sf_jv_get(root_of(cr), "rules"), "authorization.k8s.io", "subjectaccessreviews",
+	          "", verbs_tr, sizeof(verbs_tr));
+	cr_assert(has_verb(verbs_tr, "create"), "no create on subjectaccessreviews: %s", verbs_tr);
+	sf_jv rr = sf_jv_get(root_of(reader), "rules");
+	cr_assert_eq(sf_jv_len(rr), 1, "%s", reader->json);
+	sf_jv r0 = sf_jv_at(rr, 0);
+	cr_assert(
+	    sf_jv_len(sf_jv_get(r0, "nonResourceURLs")) == 1 &&
+	        arr_has(sf_jv_get(r0, "nonResourceURLs"), "/metrics") &&
+	        sf_jv_len(sf_jv_get(r0, "verbs")) == 1 && arr_has(sf_jv_get(r0, "verbs"), "get") &&
+	        !sf_jv_ok(sf_jv_get(r0, "resources")),
+	    "%s %s grants more than get /metrics: %s", reader->kind, reader->name, reader->json);
 
 	/* restricted security context, resources */
 	int b = 0;
@@ -727,8 +777,8 @@ Test(manifests, deployment_agrees_with_config_services_and_rbac)
 	cr_assert_str_eq(verbs, " create ", "other Leases: %s", verbs);
 
 	/* least privilege, coarsely: no wildcard, no secrets, in any rule */
-	const mdoc *all_roles[] = {role, cr};
-	for (size_t i = 0; i < 2; i++) {
+	const mdoc *all_roles[] = {role, cr, reader};
+	for (size_t i = 0; i < 3; i++) {
 		const char *j = all_roles[i]->json;
 		cr_assert(!strstr(j, "\"*\""), "%s %s has a wildcard", all_roles[i]->kind,
 		          all_roles[i]->name);
@@ -884,6 +934,12 @@ Test(manifests, every_manifest_passes_a_server_side_dry_run)
 }
 
 /* ---- c) the RBAC, for real ---- */
+
+static int never_true(void *ud)
+{
+	(void)ud;
+	return 0;
+}
 
 static void fmt_suffixed(char *out, size_t n, const char *name)
 {
@@ -1095,12 +1151,15 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	apply_json(NULL, j, NULL);
 	free(j);
 	tl_namespace(&K, "sfaw", AWNS, sizeof(AWNS));
-	fmt_suffixed(CR_NAME, sizeof(CR_NAME), only(&m, "ClusterRole")->name);
+	fmt_suffixed(CR_NAME, sizeof(CR_NAME), named(&m, "ClusterRole", CONTROLLER_CR)->name);
 	fmt_suffixed(CRB_NAME, sizeof(CRB_NAME), only(&m, "ClusterRoleBinding")->name);
 	static const char *const rbac[] = {
 	    "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", NULL};
 	for (size_t i = 0; rbac[i]; i++) {
-		j = relocate(only(&m, rbac[i]), CTLNS);
+		j = relocate(strcmp(rbac[i], "ClusterRole") == 0
+		                 ? named(&m, "ClusterRole", CONTROLLER_CR)
+		                 : only(&m, rbac[i]),
+		             CTLNS);
 		cr_assert_eq(apply_json(CTLNS, j, NULL), 201, "%s was not created", rbac[i]);
 		free(j);
 	}
@@ -1164,7 +1223,8 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                  .id = "manifests-rbac",
 	                  .kubeconfig = TMP_KUBECONFIG,
 	                  .config = TMP_CONFIG,
-	                  .extra = extra};
+	                  .extra = extra,
+	                  .metrics_secure = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &co);
 	if (tl_ctl_wait_log(&K.loop, c, "leader work starting", 0, 30000) < 0) {
 		tl_ctl_dump(c, 40);
@@ -1184,11 +1244,43 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	sf_buf_init(&body, 0);
 	cr_assert_eq(tl_ctl_http_get(hport, "/healthz", &body), 200);
 	cr_assert_eq(tl_ctl_http_get(hport, "/readyz", &body), 200);
+	/* secure metrics, as the Deployment serves them: the ClusterRole lets
+	 * the controller review tokens (else 500); its own token may not get
+	 * /metrics until bound to the metrics-reader role */
+	char *mtok = tl_mint_token(&K, CTLNS, sa->name);
 	body.len = 0;
-	cr_assert_eq(tl_ctl_http_get(mport, "/metrics", &body), 200);
+	cr_assert_eq(tl_ctl_https_get(mport, "/metrics", NULL, &body, NULL, 0), 401);
+	body.len = 0;
+	cr_assert_eq(tl_ctl_https_get(mport, "/metrics", mtok, &body, NULL, 0), 403);
+	fmt_suffixed(MR_NAME, sizeof(MR_NAME), METRICS_READER_CR);
+	j = relocate(named(&m, "ClusterRole", METRICS_READER_CR), CTLNS);
+	cr_assert_eq(apply_json(NULL, j, NULL), 201, "%s was not created", MR_NAME);
+	free(j);
+	snprintf(MRB_NAME, sizeof(MRB_NAME), "%s", MR_NAME);
+	char mrb[2048];
+	snprintf(mrb, sizeof(mrb),
+	         "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRoleBinding\","
+	         "\"metadata\":{\"name\":\"%s\"},\"roleRef\":{\"apiGroup\":"
+	         "\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"%s\"},"
+	         "\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"%s\",\"namespace\":"
+	         "\"%s\"}]}",
+	         MRB_NAME, MR_NAME, sa->name, CTLNS);
+	cr_assert_eq(apply_json(NULL, mrb, NULL), 201, "%s was not created", MRB_NAME);
+	/* until the authorizer sees the binding and the 403 cached for the
+	 * token (10 s) expires: 30 s at most */
+	long mst = 0;
+	int64_t mdeadline = sf_mono_ns() + 30 * SF_NSEC_PER_SEC;
+	do {
+		if (mst)
+			tl_run_until_fn(&K.loop, never_true, NULL, 250);
+		body.len = 0;
+		mst = tl_ctl_https_get(mport, "/metrics", mtok, &body, NULL, 0);
+	} while (mst != 200 && sf_mono_ns() < mdeadline);
+	cr_assert_eq(mst, 200, "still %ld with metrics-reader bound", mst);
 	sf_buf_putc(&body, '\0');
 	cr_assert(strstr(body.data, "leader_election_master_status"), "%.400s", body.data);
 	sf_buf_free(&body);
+	free(mtok);
 
 	/* a Job AppWrapper: suspended for Kueue, admitted, Running, Succeeded */
 	tl_aw_create(&W, JOB_AW);

@@ -105,6 +105,8 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 	/* ephemeral ports: replicas share the machine (tl_ctl_port finds them) */
 	args[na++] = "--metrics-bind-address=127.0.0.1:0";
 	args[na++] = "--health-probe-bind-address=127.0.0.1:0";
+	if (!o->metrics_secure)
+		args[na++] = "--metrics-secure=false";
 	if (o->no_leader_elect) {
 		args[na++] = "--leader-elect=false";
 	} else {
@@ -261,23 +263,57 @@ static size_t collect_body(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
-long tl_ctl_http_get(int port, const char *path, sf_buf *b)
+/* A blocking GET of url; the status, or the test fails without an answer. */
+static long curl_get(const char *url, const char *token, sf_buf *b, char *subject, size_t n)
 {
-	char url[128];
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	char auth[4096];
 	CURL *h = curl_easy_init();
 	cr_assert(h);
+	struct curl_slist *hdr = NULL;
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		hdr = curl_slist_append(hdr, auth);
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(h, CURLOPT_CERTINFO, subject ? 1L : 0L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, token || subject ? 15000L : 5000L);
 	long code = 0;
 	CURLcode rc = curl_easy_perform(h);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	struct curl_certinfo *ci = NULL;
+	if (subject && n) {
+		subject[0] = '\0';
+		if (rc == CURLE_OK && curl_easy_getinfo(h, CURLINFO_CERTINFO, &ci) == CURLE_OK &&
+		    ci && ci->num_of_certs > 0)
+			for (struct curl_slist *l = ci->certinfo[0]; l; l = l->next)
+				if (strncmp(l->data, "Subject:", 8) == 0)
+					snprintf(subject, n, "%s", l->data + 8);
+	}
+	curl_slist_free_all(hdr);
 	curl_easy_cleanup(h);
 	cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
 	return code;
+}
+
+long tl_ctl_http_get(int port, const char *path, sf_buf *b)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	return curl_get(url, NULL, b, NULL, 0);
+}
+
+long tl_ctl_https_get(int port, const char *path, const char *token, sf_buf *b, char *subject,
+                      size_t n)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d%s", port, path);
+	return curl_get(url, token, b, subject, n);
 }
 
 void tl_ctl_dump(const tl_ctl *p, size_t last)

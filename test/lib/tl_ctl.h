@@ -41,6 +41,9 @@ typedef struct tl_ctl_opts {
 	/* Run the test build whose fault points read $STEADFAST_FAULT_<NAME>
 	 * (pass them in env); the shipped binary ignores them. */
 	int faults;
+	/* Serve /metrics as shipped (HTTPS, TokenReview/SubjectAccessReview);
+	 * 0 = --metrics-secure=false, so tl_ctl_http_get can scrape it. */
+	int metrics_secure;
 } tl_ctl_opts;
 
 tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o);
@@ -65,6 +68,11 @@ int tl_ctl_port(uv_loop_t *loop, tl_ctl *p, const char *server);
  * see tl_ctl_port), 5 s at most: the HTTP status, the body appended to b.
  * Fails the test when no answer comes. */
 long tl_ctl_http_get(int port, const char *path, sf_buf *b);
+/* The same over HTTPS (the server's certificate not verified), with token
+ * as a bearer token unless NULL; subject (if not NULL) gets the subject
+ * of the certificate the server presented. */
+long tl_ctl_https_get(int port, const char *path, const char *token, sf_buf *b, char *subject,
+                      size_t n);
 /* SIGTERM, as the kubelet sends it on a pod's deletion: fails the test
  * unless the process exits 0 within timeout_ms having logged that it
  * released the Lease. */

@@ -158,3 +158,24 @@ Test(flags, config_file_and_overrides)
 	cr_assert_lt(parse(&o, &f, err, sizeof(err), "--config", "/nonexistent/cfg.yaml", NULL), 0);
 	cr_assert(strstr(err, "/nonexistent/cfg.yaml"), "%s", err);
 }
+
+Test(flags, secure_metrics)
+{
+	sf_mgr_opts o;
+	sf_mgr_flags f;
+	char err[256];
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), NULL), 0, "%s", err);
+	cr_assert_eq(o.metrics_secure, 1, "secure metrics are on by default");
+	cr_assert_null(o.metrics_cert_path, "self-signed by default");
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "--metrics-secure=false", NULL), 0, "%s", err);
+	cr_assert_eq(o.metrics_secure, 0);
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "--metrics-cert-path", "/certs",
+	                   "--metrics-cert-name=c.pem", "-metrics-cert-key=k.pem", NULL),
+	             0, "%s", err);
+	cr_assert_eq(o.metrics_secure, 1);
+	cr_assert_str_eq(o.metrics_cert_path, "/certs");
+	cr_assert_str_eq(o.metrics_cert_name, "c.pem");
+	cr_assert_str_eq(o.metrics_cert_key, "k.pem");
+	cr_assert_lt(parse(&o, &f, err, sizeof(err), "--metrics-secure=maybe", NULL), 0);
+	cr_assert(strstr(err, "metrics-secure"), "%s", err);
+}
