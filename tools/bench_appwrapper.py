@@ -475,7 +475,7 @@ class Controller:
         self.cmd = [binary, "--kubeconfig", kubeconfig, "--namespace", ns,
                     "--leader-election-namespace", ns, "--leader-election-id", lease,
                     "--identity", identity, "--zap-log-level", "info",
-                    "--metrics-bind-address", "127.0.0.1:0",
+                    "--metrics-bind-address", "127.0.0.1:0", "--metrics-secure=false",
                     "--health-probe-bind-address", "127.0.0.1:0", *extra]
         self.metrics_port = None
         self.max_depth = 0
@@ -992,7 +992,7 @@ def cmd_report(args):
     cmd = """    build/steadfast --kubeconfig $KUBECONFIG --namespace NS \\
       --leader-election-namespace NS --leader-election-id steadfast-bench \\
       --identity bench-ID --zap-log-level info \\
-      --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0"""
+      --metrics-bind-address 127.0.0.1:0 --metrics-secure=false --health-probe-bind-address 127.0.0.1:0"""
     minutes = f"{sum(r['part_s'] for r in res) / 60:.0f}"
     if at_default:
         cmd += "\n"
