@@ -47,13 +47,20 @@ typedef struct sf_aw_config {
 	char metrics_bind[128];             /* controllerManager.metrics.bindAddress, ":8080" */
 	char health_bind[128];              /* controllerManager.health.bindAddress, ":8081" */
 	int leader_election; /* controllerManager.leaderElection, 0 (flags default it on) */
+	/* Admission is installed with the manifests (docs/admission.md); the
+	 * controller checks once at start that what is installed agrees
+	 * (admcheck.h). */
+	int user_rbac_admission_check; /* appwrapper.userRBACAdmissionCheck, 1 */
+	int webhooks_enabled;          /* webhooksEnabled, 1 */
+	int cert_management;           /* 1 when certManagement is given (nothing to manage) */
 } sf_aw_config;
 
 void sf_awcfg_defaults(sf_aw_config *c);
 /* Reads YAML over c (keys absent keep their value). Keys upstream accepts
- * but Steadfast does not use (certManagement, webhooksEnabled, autopilot,
- * userRBACAdmissionCheck, ...) are accepted, type-checked at their top
- * and ignored; anything else is an error naming the full dotted key path
+ * but Steadfast does not use (autopilot, slackQueueName, ...) are
+ * accepted, type-checked at their top and ignored; certManagement's keys
+ * are type-checked one by one (upstream's, all strings); anything else is an error naming the full
+ * dotted key path
  * ("appwrapper.faultTolerance.foo: unknown key"), as are wrong types and
  * malformed durations. Durations may be Go duration strings ("90s") or
  * integers (nanoseconds, as encoding/json writes time.Duration; so `90`

@@ -308,6 +308,8 @@ void sf_awcfg_defaults(sf_aw_config *c)
 	snprintf(c->metrics_bind, sizeof(c->metrics_bind), "%s", ":8080");
 	snprintf(c->health_bind, sizeof(c->health_bind), "%s", ":8081");
 	c->leader_election = 0;
+	c->user_rbac_admission_check = 1;
+	c->webhooks_enabled = 1;
 }
 
 int sf_awcfg_validate(const sf_aw_config *c, char *err, size_t errlen)
@@ -396,11 +398,12 @@ static long jv_string(sf_jv v, char *small, size_t cap, char **heap, const char 
 }
 
 typedef enum {
-	F_OBJ,   /* mapping with its own field table */
-	F_DUR,   /* Go duration string or integer nanoseconds -> int64_t ms */
-	F_INT32, /* integer -> int */
-	F_BOOL,  /* -> int 0/1 */
-	F_STR,   /* -> char[cap] */
+	F_OBJ,      /* mapping with its own field table */
+	F_OBJ_SEEN, /* the same, and sets an int member to 1 */
+	F_DUR,      /* Go duration string or integer nanoseconds -> int64_t ms */
+	F_INT32,    /* integer -> int */
+	F_BOOL,     /* -> int 0/1 */
+	F_STR,      /* -> char[cap] */
 	/* upstream keys we accept, type-check and ignore */
 	F_IGN_BOOL,
 	F_IGN_STR,
@@ -421,6 +424,7 @@ typedef struct field {
 #define STR(k, member) \
 	{k, F_STR, offsetof(sf_aw_config, member), sizeof(((sf_aw_config *)0)->member), NULL}
 #define SUB(k, table) {k, F_OBJ, 0, 0, table}
+#define SUB_SEEN(k, table, member) {k, F_OBJ_SEEN, offsetof(sf_aw_config, member), 0, table}
 #define IGN(k, kind) {k, kind, 0, 0, NULL}
 #define END {NULL, F_OBJ, 0, 0, NULL}
 /* clang-format on */
@@ -451,7 +455,7 @@ static const field aw_fields[] = {
     FLD("enableKueueIntegrations", F_BOOL, enable_kueue_integrations),
     SUB("kueueJobReconciller", kjr_fields),
     IGN("autopilot", F_IGN_OBJ),
-    IGN("userRBACAdmissionCheck", F_IGN_BOOL),
+    FLD("userRBACAdmissionCheck", F_BOOL, user_rbac_admission_check),
     SUB("faultTolerance", ft_fields),
     STR("schedulerName", scheduler_name),
     STR("defaultQueueName", default_queue_name),
@@ -478,11 +482,26 @@ static const field cm_fields[] = {
     END,
 };
 
+/* upstream's CertManagementConfig; there is no webhook certificate to
+ * manage on the admission-policy route (docs/admission.md) */
+static const field cert_fields[] = {
+    IGN("namespace", F_IGN_STR),
+    IGN("certificateDir", F_IGN_STR),
+    IGN("certificateName", F_IGN_STR),
+    IGN("certificateOrganization", F_IGN_STR),
+    IGN("certificateDNSName", F_IGN_STR),
+    IGN("mutatingWebhookConfigName", F_IGN_STR),
+    IGN("validatingWebhookConfigName", F_IGN_STR),
+    IGN("webhookServiceName", F_IGN_STR),
+    IGN("webhookSecretName", F_IGN_STR),
+    END,
+};
+
 static const field top_fields[] = {
     SUB("appwrapper", aw_fields),
-    IGN("certManagement", F_IGN_OBJ),
+    SUB_SEEN("certManagement", cert_fields, cert_management),
     SUB("controllerManager", cm_fields),
-    IGN("webhooksEnabled", F_IGN_BOOL),
+    FLD("webhooksEnabled", F_BOOL, webhooks_enabled),
     END,
 };
 
@@ -564,8 +583,11 @@ static int load_value(loader *ld, sf_jv v, const field *f)
 		return 0;
 	switch (f->kind) {
 	case F_OBJ:
+	case F_OBJ_SEEN:
 		if (t != SF_JSON_OBJECT)
 			return type_err(ld, v, "a mapping");
+		if (f->kind == F_OBJ_SEEN)
+			*(int *)(void *)base = 1;
 		return load_obj(ld, v, f->sub);
 	case F_DUR: return load_duration(ld, v, (int64_t *)(void *)base);
 	case F_INT32: {

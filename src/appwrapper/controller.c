@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/admcheck.h"
 #include "steadfast/awcomp.h"
 #include "steadfast/awphase.h"
 #include "steadfast/barrier.h"
@@ -127,6 +128,7 @@ struct sf_awctl {
 	sf_strmap *mem;
 	sf_strmap *phase_counts; /* ns -> unsigned long[SF_AW_NPHASES] */
 	req *reqs;
+	sf_admcheck *admcheck; /* the start-up look at installed admission */
 	int started;
 	int leading;
 	uint64_t term;
@@ -1461,6 +1463,10 @@ int sf_awctl_start(sf_awctl *c)
 	if ((rc = sf_kinds_start(c->kinds)) < 0 || (rc = sf_informer_start(c->aw_inf)) < 0 ||
 	    (rc = sf_informer_start(c->pod_inf)) < 0)
 		return rc;
+	/* every replica, once: its log shows a misinstalled admission too */
+	if ((rc = sf_admcheck_start(c->client, &c->cfg, &c->admcheck)) < 0)
+		sf_log_warn(LOGGER, "cannot check the installed admission", "error", strerror(-rc),
+		            NULL);
 	c->started = 1;
 	return 0;
 }
@@ -1576,6 +1582,8 @@ void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
 	c->closing_parts++;
 	sf_kinds_stop(c->kinds, part_closed, c);
 	c->closing_parts++;
+	sf_admcheck_stop(c->admcheck, part_closed, c);
+	c->closing_parts++;
 	if (c->ops == 0)
 		sf_queue_close(c->queue, part_closed, c);
 	else
@@ -1593,6 +1601,7 @@ void sf_awctl_free(sf_awctl *c)
 	sf_informer_free(c->pod_inf);
 	sf_barrier_cancel(c->barrier);
 	sf_kinds_free(c->kinds);
+	sf_admcheck_free(c->admcheck);
 	sf_events_free(c->events);
 	sf_strmap_free(c->mem, mem_free);
 	sf_strmap_free(c->phase_counts, free);

@@ -49,7 +49,7 @@
 #define RBAC_POLICY "user-rbac." POLICY
 #define LOWPRIV "steadfast-lowpriv"
 #define AWAIT_MS 30000
-#define MAX_CREATED 16
+#define MAX_CREATED 40
 
 static const sf_gvr VAPS = {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", 0};
 static const sf_gvr VAPBS = {"admissionregistration.k8s.io", "v1",
@@ -371,7 +371,8 @@ Test(admission, user_without_pod_rights_is_refused_a_wrapped_pod)
 {
 	char *pod = pods_aw("wrapped-pod", 1, "", "", "");
 	expect_refused(&L, pod, 403, RBAC_POLICY, "spec.components[0].template",
-	               "user " LOWPRIV " is not authorized to create pods in namespace", NS, NULL);
+	               "user " LOWPRIV " is not authorized to create pods in namespace", NS,
+	               "(kind Pod)", NULL);
 	/* the same AppWrapper from a user who may create pods is accepted */
 	tl_res r;
 	aw_post(&K, pod, 0, &r);
@@ -390,6 +391,38 @@ Test(admission, user_without_pod_rights_is_refused_a_wrapped_pod)
 	free(mixed);
 }
 
+#define JOBSETS_ROLE                                                                               \
+	"apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: jobsets}\n"        \
+	"rules:\n- {apiGroups: [jobset.x-k8s.io], resources: [jobsets], verbs: [create]}\n---\n"   \
+	"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: jobsets}\n" \
+	"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: jobsets}\n"              \
+	"subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: " LOWPRIV "}]\n"
+
+static int refused_jobsets(const tl_res *r)
+{
+	return r->http_status == 403 && has(r->message, "not authorized to create jobsets");
+}
+
+/* A CRD kind is checked as a built-in one is: the authorizer is asked for
+ * the resource the ConfigMap maps it to, whether or not the CRD is
+ * installed (the AppWrapper is what is admitted). */
+Test(admission, crd_kind_is_authorized_like_a_built_in)
+{
+	char *jobset = read_src(TL_AW_SAMPLES_DIR "/jobset.yaml");
+	await_answer(&L, jobset, refused_jobsets, "refusal of jobsets");
+	expect_refused(&L, jobset, 403, RBAC_POLICY, "spec.components[0].template",
+	               "user " LOWPRIV " is not authorized to create jobsets.jobset.x-k8s.io in "
+	               "namespace",
+	               NS, "(kind JobSet.jobset.x-k8s.io)", NULL);
+	apply(JOBSETS_ROLE);
+	await_answer(&L, jobset, probe_mutation, "jobsets granted to " LOWPRIV);
+	tl_res r;
+	aw_post(&L, jobset, 1, &r);
+	cr_assert_eq(r.http_status, 201, "%ld %s", r.http_status, r.message);
+	tl_res_clear(&r);
+	free(jobset);
+}
+
 static int refused_jobs(const tl_res *r)
 {
 	return r->http_status == 403 && has(r->message, "not authorized to create jobs.batch");
@@ -402,7 +435,7 @@ Test(admission, job_allowed_once_the_user_may_create_jobs)
 	await_answer(&L, job, refused_jobs, "refusal of jobs");
 	expect_refused(&L, job, 403, RBAC_POLICY, "spec.components[0].template",
 	               "user " LOWPRIV " is not authorized to create jobs.batch in namespace", NS,
-	               NULL);
+	               "(kind Job.batch)", NULL);
 	apply(JOBS_ROLE);
 	await_answer(&L, job, probe_mutation, "jobs granted to " LOWPRIV);
 	/* and stored for real */
@@ -819,6 +852,75 @@ Test(admission, create_sets_user_labels_finalizer_and_suspend)
 	cr_expect(!has_finalizer(r.obj), "finalizer on another controller's: %s", r.obj->json);
 	tl_res_clear(&r);
 	free(aw);
+}
+
+/* The kinds the samples must wrap between them: upstream's samples' shapes
+ * and the other kinds the controller infers pod sets for. */
+static const char *const SAMPLE_KINDS[] = {
+    "v1 Pod",
+    "v1 Service",
+    "batch/v1 Job",
+    "apps/v1 Deployment",
+    "apps/v1 StatefulSet",
+    "jobset.x-k8s.io/v1alpha2 JobSet",
+    "kubeflow.org/v1 PyTorchJob",
+    "ray.io/v1 RayCluster",
+    "ray.io/v1 RayJob",
+    "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet",
+};
+#define NSAMPLE_KINDS (sizeof(SAMPLE_KINDS) / sizeof(SAMPLE_KINDS[0]))
+
+/* Every sample of the repository, submitted by the admin, is admitted
+ * with the documented defaults and nothing else changed in its spec. */
+Test(admission, every_sample_is_admitted_with_its_defaults, .timeout = 240)
+{
+	char **files;
+	size_t n = tl_aw_list_yaml(TL_AW_SAMPLES_DIR, &files);
+	cr_assert_geq(n, 15, "only %zu samples", n);
+	int seen[NSAMPLE_KINDS] = {0};
+	int declared = 0, several = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *yaml = read_src(files[i]);
+		char *sent = tl_aw_yaml_json(files[i]);
+		sf_jv sroot = sf_jv_root(sent, strlen(sent));
+		tl_res r;
+		aw_post(&K, yaml, 1, &r);
+		cr_assert_eq(r.http_status, 201, "%s: %ld %s", files[i], r.http_status, r.message);
+		char v[128];
+		cr_expect_str_eq(label(r.obj, "workload.codeflare.dev/user", v, sizeof(v)),
+		                 "steadfast-admin", "%s", files[i]);
+		cr_expect_str_eq(label(r.obj, "workload.codeflare.dev/userid", v, sizeof(v)), "",
+		                 "%s", files[i]);
+		cr_expect_str_eq(label(r.obj, "kueue.x-k8s.io/queue-name", v, sizeof(v)),
+		                 "default-queue", "%s", files[i]);
+		cr_expect(has_finalizer(r.obj), "%s: no finalizer", files[i]);
+		cr_expect(suspended(r.obj), "%s: not suspended", files[i]);
+		/* the components as sent */
+		char where[256];
+		sf_jv scomps = sf_jv_path(sroot, "spec.components");
+		sf_jv gcomps = sf_jv_path(sf_obj_root(r.obj), "spec.components");
+		cr_expect(tl_aw_json_equal(scomps, gcomps, where, sizeof(where)), "%s: %s",
+		          files[i], where);
+		several += sf_jv_len(scomps) > 1;
+		for (size_t c = 0; c < sf_jv_len(scomps); c++) {
+			sf_jv comp = sf_jv_at(scomps, c);
+			declared += sf_jv_len(sf_jv_get(comp, "podSets")) > 0;
+			char av[128] = "", kd[128] = "", key[260];
+			sf_jv_str(sf_jv_path(comp, "template.apiVersion"), av, sizeof(av));
+			sf_jv_str(sf_jv_path(comp, "template.kind"), kd, sizeof(kd));
+			snprintf(key, sizeof(key), "%s %s", av, kd);
+			for (size_t k = 0; k < NSAMPLE_KINDS; k++)
+				seen[k] += strcmp(key, SAMPLE_KINDS[k]) == 0;
+		}
+		tl_res_clear(&r);
+		free(sent);
+		free(yaml);
+	}
+	for (size_t k = 0; k < NSAMPLE_KINDS; k++)
+		cr_expect(seen[k], "no sample wraps a %s", SAMPLE_KINDS[k]);
+	cr_expect_geq(declared, 2, "declared podSets in %d components", declared);
+	cr_expect(several, "no sample with several components");
+	tl_aw_files_free(files, n);
 }
 
 static int queue_defaulted(const tl_res *r)

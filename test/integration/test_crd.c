@@ -358,6 +358,9 @@ Test(crd, samples_cover_the_upstream_shapes)
 	    {"kubeflow.org/v1", "PyTorchJob", "spec.pytorchReplicaSpecs.Worker.template", 0},
 	    {"leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet",
 	     "spec.leaderWorkerTemplate.workerTemplate", 0},
+	    {"ray.io/v1", "RayCluster", "spec.workerGroupSpecs[0].template", 0},
+	    {"ray.io/v1", "RayJob", "spec.rayClusterSpec.headGroupSpec.template", 0},
+	    {"v1", "Service", "spec.ports", 0},
 	};
 	size_t nshapes = sizeof(shapes) / sizeof(shapes[0]);
 	int failing_pod = 0, failing_job = 0, podsets = 0, podsetinfos = 0, fault = 0;

@@ -1356,6 +1356,9 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	cr_assert(!audit_has(&as, "get batch/jobs ok"), "a GET of a Job during deletion");
 	cr_assert(!audit_has(&as, "get /pods ok"), "a GET of a Pod during deletion");
 	cr_assert_eq(tl_ctl_count(c, "orbidden", 0), 0, "the controller logged a Forbidden");
+	/* its ClusterRole lets it read the admission bindings it checks at start */
+	cr_expect_eq(tl_ctl_count(c, "\"undecided\":\"0\"", 0), 1,
+	             "the start-up admission check could not read every binding");
 
 	/* and the token gets nothing beyond the RBAC */
 	const char *other = "not-steadfasts-lease";

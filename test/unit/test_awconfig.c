@@ -411,6 +411,7 @@ Test(awconfig, yaml_upstream_generated)
 	sf_awcfg_defaults(&c);
 	cr_assert_eq(load(&c, upstream_generated, err, sizeof(err)), 0, "%s", err);
 	sf_awcfg_defaults(&want);
+	want.cert_management = 1; /* present in the file */
 	cr_expect_eq(memcmp(&c, &want, sizeof(c)), 0);
 }
 
@@ -439,6 +440,39 @@ static const char full_file[] = "# every key Steadfast reads\n"
                                 "  health:\n"
                                 "    bindAddress: \"0.0.0.0:9091\"\n"
                                 "  leaderElection: true\n";
+
+/* The admission keys are read (the controller checks the cluster against
+ * them at start), with upstream's defaults: both checks on, no
+ * certManagement. */
+Test(awconfig, admission_keys_are_read)
+{
+	sf_aw_config c;
+	char err[256] = "";
+	sf_awcfg_defaults(&c);
+	cr_expect_eq(c.user_rbac_admission_check, 1);
+	cr_expect_eq(c.webhooks_enabled, 1);
+	cr_expect_eq(c.cert_management, 0);
+	cr_assert_eq(load(&c,
+	                  "appwrapper:\n  userRBACAdmissionCheck: false\n"
+	                  "webhooksEnabled: false\n"
+	                  "certManagement:\n  namespace: appwrapper-system\n"
+	                  "  certificateDir: /tmp/certs\n  certificateName: ca\n"
+	                  "  certificateOrganization: org\n  certificateDNSName: svc\n"
+	                  "  mutatingWebhookConfigName: m\n  validatingWebhookConfigName: v\n"
+	                  "  webhookServiceName: s\n  webhookSecretName: x\n",
+	                  err, sizeof(err)),
+	             0, "%s", err);
+	cr_expect_eq(c.user_rbac_admission_check, 0);
+	cr_expect_eq(c.webhooks_enabled, 0);
+	cr_expect_eq(c.cert_management, 1);
+	/* and back: a later document may turn them on again */
+	cr_assert_eq(load(&c,
+	                  "appwrapper:\n  userRBACAdmissionCheck: true\nwebhooksEnabled: true\n",
+	                  err, sizeof(err)),
+	             0, "%s", err);
+	cr_expect_eq(c.user_rbac_admission_check, 1);
+	cr_expect_eq(c.webhooks_enabled, 1);
+}
 
 Test(awconfig, yaml_full_file)
 {
@@ -566,6 +600,11 @@ Test(awconfig, yaml_errors_leave_config_unchanged)
 	     "appwrapper.faultTolerance.failureGracePeriod: "},
 	    {"webhooksEnabled: maybe\n", "webhooksEnabled: expected a boolean, got a string"},
 	    {"certManagement: []\n", "certManagement: expected a mapping, got a sequence"},
+	    {"certManagement:\n  namespace: 3\n",
+	     "certManagement.namespace: expected a string, got a number"},
+	    {"certManagement:\n  rotate: true\n", "certManagement.rotate: unknown key"},
+	    {"appwrapper:\n  userRBACAdmissionCheck: \"no\"\n",
+	     "appwrapper.userRBACAdmissionCheck: expected a boolean, got a string"},
 	    {"appwrapper:\n  kueueJobReconciller:\n    labelKeysToCopy: a\n",
 	     "appwrapper.kueueJobReconciller.labelKeysToCopy: expected a sequence"},
 	    {"- a\n- b\n", "top level: expected a mapping, got a sequence"},
