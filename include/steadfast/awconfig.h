@@ -46,6 +46,9 @@ typedef struct sf_aw_config {
 	                                       manageJobsWithoutQueueName, 1 */
 	char metrics_bind[128];             /* controllerManager.metrics.bindAddress, ":8080" */
 	char health_bind[128];              /* controllerManager.health.bindAddress, ":8081" */
+	/* controllerManager.metrics.secureServing, 1; --metrics-secure
+	 * overrides it (the manager sets -1 = "not set" before loading) */
+	int metrics_secure;
 	int leader_election; /* controllerManager.leaderElection, 0 (flags default it on) */
 	/* Admission is installed with the manifests (docs/admission.md); the
 	 * controller checks once at start that what is installed agrees

@@ -306,6 +306,7 @@ void sf_awcfg_defaults(sf_aw_config *c)
 	c->enable_kueue_integrations = 1;
 	c->manage_jobs_without_queue_name = 1;
 	snprintf(c->metrics_bind, sizeof(c->metrics_bind), "%s", ":8080");
+	c->metrics_secure = 1;
 	snprintf(c->health_bind, sizeof(c->health_bind), "%s", ":8081");
 	c->leader_election = 0;
 	c->user_rbac_admission_check = 1;
@@ -465,7 +466,7 @@ static const field aw_fields[] = {
 
 static const field metrics_fields[] = {
     STR("bindAddress", metrics_bind),
-    IGN("secureServing", F_IGN_BOOL),
+    FLD("secureServing", F_BOOL, metrics_secure),
     END,
 };
 

@@ -142,12 +142,12 @@ int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, 
 	    to_ms(&fs, "leader-elect-renew-deadline", r.renew_ns, &o->renew_ms, err, errlen) ||
 	    to_ms(&fs, "leader-elect-retry-period", r.retry_ns, &o->retry_ms, err, errlen))
 		return -EINVAL;
-	o->metrics_secure = sf_flag_lookup(&fs, "metrics-secure")->set ? r.metrics_secure : 1;
 	if (sf_flag_lookup(&fs, "kube-api-qps")->set)
 		o->kube_api_qps = r.qps > 0 ? r.qps : -1;
 	if (sf_flag_lookup(&fs, "kube-api-burst")->set)
 		o->kube_api_burst = (int)r.burst;
 	st->cfg.leader_election = -1; /* "not set": the flag's default (on) applies */
+	st->cfg.metrics_secure = -1;  /* likewise */
 	if (r.config) {
 		char cerr[400];
 		if (sf_awcfg_load_file(&st->cfg, r.config, cerr, sizeof(cerr)) != 0) {
@@ -155,6 +155,12 @@ int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, 
 			return -EINVAL;
 		}
 	}
+	/* --metrics-secure, else the config's secureServing, else on */
+	if (sf_flag_lookup(&fs, "metrics-secure")->set)
+		st->cfg.metrics_secure = r.metrics_secure;
+	else if (st->cfg.metrics_secure < 0)
+		st->cfg.metrics_secure = 1;
+	o->metrics_secure = st->cfg.metrics_secure;
 	if (r.metrics)
 		snprintf(st->cfg.metrics_bind, sizeof(st->cfg.metrics_bind), "%s", r.metrics);
 	if (r.health)

@@ -412,6 +412,7 @@ Test(awconfig, yaml_upstream_generated)
 	cr_assert_eq(load(&c, upstream_generated, err, sizeof(err)), 0, "%s", err);
 	sf_awcfg_defaults(&want);
 	want.cert_management = 1; /* present in the file */
+	want.metrics_secure = 0;  /* secureServing: false */
 	cr_expect_eq(memcmp(&c, &want, sizeof(c)), 0);
 }
 

@@ -178,4 +178,12 @@ Test(flags, secure_metrics)
 	cr_assert_str_eq(o.metrics_cert_key, "k.pem");
 	cr_assert_lt(parse(&o, &f, err, sizeof(err), "--metrics-secure=maybe", NULL), 0);
 	cr_assert(strstr(err, "metrics-secure"), "%s", err);
+	/* the operator config's secureServing, which the flag overrides */
+	const char *p = write_tmp("controllerManager:\n  metrics:\n    secureServing: false\n");
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "--config", p, NULL), 0, "%s", err);
+	cr_assert_eq(o.metrics_secure, 0, "secureServing: false was ignored");
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "--config", p, "--metrics-secure", NULL), 0,
+	             "%s", err);
+	cr_assert_eq(o.metrics_secure, 1, "the flag did not override the config");
+	unlink(p);
 }
