@@ -416,3 +416,15 @@ void tl_cm_write(tl_kube *k, const char *method, const char *ns, const char *nam
 	}
 	tl_res_clear(&r);
 }
+
+static void drop_log(sf_log_level level, const char *line, void *ud)
+{
+	(void)level;
+	(void)line;
+	(void)ud;
+}
+
+void tl_log_quiet(void)
+{
+	sf_log_set_sink(drop_log, NULL);
+}

@@ -29,6 +29,10 @@ int tl_run_until(uv_loop_t *loop, const int *flag, long timeout_ms);
 /* Same, for a predicate checked after each loop iteration. */
 int tl_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeout_ms);
 
+/* Drops every log line from now on: a criterion .init for tests whose
+ * error paths log on purpose. */
+void tl_log_quiet(void);
+
 /* A finished request, copied out of its callback. */
 typedef struct tl_res {
 	int done;

@@ -21,20 +21,9 @@
 #include "steadfast/buf.h"
 #include "steadfast/log.h"
 #include "steadfast/server.h"
+#include "tl.h"
 
 #define MS 1000000ull
-
-static void quiet_log(sf_log_level level, const char *line, void *ud)
-{
-	(void)level;
-	(void)line;
-	(void)ud;
-}
-
-static void setup(void)
-{
-	sf_log_set_sink(quiet_log, NULL);
-}
 
 /* ---- running the loop ---- */
 
@@ -439,7 +428,7 @@ static int parse(const char *s, sf_srv_request *r)
 	return sf_srv_parse_request(s, strlen(s), r);
 }
 
-Test(server, parse_complete, .init = setup)
+Test(server, parse_complete, .init = tl_log_quiet)
 {
 	const char *s = "GET /healthz?verbose=1&x HTTP/1.1\r\n"
 	                "Host: localhost:8081\r\n"
@@ -473,7 +462,7 @@ Test(server, parse_complete, .init = setup)
 	cr_assert_eq(r.version, 11);
 }
 
-Test(server, parse_target_forms, .init = setup)
+Test(server, parse_target_forms, .init = tl_log_quiet)
 {
 	sf_srv_request r;
 	cr_assert_eq(
@@ -501,7 +490,7 @@ Test(server, parse_target_forms, .init = setup)
 }
 
 /* Every proper prefix of a valid head is incomplete, never an error. */
-Test(server, parse_prefixes_incomplete, .init = setup)
+Test(server, parse_prefixes_incomplete, .init = tl_log_quiet)
 {
 	const char *reqs[] = {
 	    "GET /healthz HTTP/1.1\r\nHost: a\r\nUser-Agent: x y\t\r\n\r\n",
@@ -520,7 +509,7 @@ Test(server, parse_prefixes_incomplete, .init = setup)
 	}
 }
 
-Test(server, parse_errors, .init = setup)
+Test(server, parse_errors, .init = tl_log_quiet)
 {
 	static const struct {
 		const char *in;
@@ -589,7 +578,7 @@ Test(server, parse_errors, .init = setup)
 	cr_assert_eq(r.content_length, UINT64_MAX);
 }
 
-Test(server, parse_field_limit, .init = setup)
+Test(server, parse_field_limit, .init = tl_log_quiet)
 {
 	sf_buf b;
 	sf_buf_init(&b, 0);
@@ -626,7 +615,7 @@ static const char *host_of(const struct sockaddr_storage *ss, char *buf, size_t 
 	return buf;
 }
 
-Test(server, parse_bind, .init = setup)
+Test(server, parse_bind, .init = tl_log_quiet)
 {
 	static const struct {
 		const char *in;
@@ -679,7 +668,7 @@ Test(server, parse_bind, .init = setup)
 	}
 }
 
-Test(server, disabled, .init = setup)
+Test(server, disabled, .init = tl_log_quiet)
 {
 	uv_loop_t loop;
 	cr_assert_eq(uv_loop_init(&loop), 0);
@@ -697,7 +686,7 @@ Test(server, disabled, .init = setup)
 	cr_assert_eq(uv_loop_close(&loop), 0);
 }
 
-Test(server, bind_errors, .init = setup)
+Test(server, bind_errors, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -729,7 +718,7 @@ Test(server, bind_errors, .init = setup)
 	stop(&f);
 }
 
-Test(server, routes_and_content_type, .init = setup)
+Test(server, routes_and_content_type, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -743,7 +732,7 @@ Test(server, routes_and_content_type, .init = setup)
 
 /* ---- serving ---- */
 
-Test(server, get_healthz, .init = setup)
+Test(server, get_healthz, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -775,7 +764,7 @@ Test(server, get_healthz, .init = setup)
 	stop(&f);
 }
 
-Test(server, head_has_length_no_body, .init = setup)
+Test(server, head_has_length_no_body, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -790,7 +779,7 @@ Test(server, head_has_length_no_body, .init = setup)
 	stop(&f);
 }
 
-Test(server, not_found_and_method_not_allowed, .init = setup)
+Test(server, not_found_and_method_not_allowed, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -810,7 +799,7 @@ Test(server, not_found_and_method_not_allowed, .init = setup)
 	stop(&f);
 }
 
-Test(server, query_and_absolute_form, .init = setup)
+Test(server, query_and_absolute_form, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -827,7 +816,7 @@ Test(server, query_and_absolute_form, .init = setup)
 	stop(&f);
 }
 
-Test(server, handler_results, .init = setup)
+Test(server, handler_results, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -856,7 +845,7 @@ Test(server, handler_results, .init = setup)
 	stop(&f);
 }
 
-Test(server, large_response, .init = setup)
+Test(server, large_response, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -874,7 +863,7 @@ Test(server, large_response, .init = setup)
 
 /* ---- abusive and broken requests ---- */
 
-Test(server, oversized_headers, .init = setup)
+Test(server, oversized_headers, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -914,7 +903,7 @@ Test(server, oversized_headers, .init = setup)
 	stop(&f);
 }
 
-Test(server, garbage_and_unsupported, .init = setup)
+Test(server, garbage_and_unsupported, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -932,7 +921,7 @@ Test(server, garbage_and_unsupported, .init = setup)
 	stop(&f);
 }
 
-Test(server, request_body_discarded_or_refused, .init = setup)
+Test(server, request_body_discarded_or_refused, .init = tl_log_quiet)
 {
 	fixture f;
 	sf_srv_opts o = {.max_body = 16};
@@ -983,7 +972,7 @@ static void client_shutdown_done(uv_shutdown_t *req, int status)
 	free(req);
 }
 
-Test(server, half_closed_mid_request, .init = setup)
+Test(server, half_closed_mid_request, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -999,7 +988,7 @@ Test(server, half_closed_mid_request, .init = setup)
 
 /* ---- timeouts and limits ---- */
 
-Test(server, idle_client_times_out_others_served, .init = setup)
+Test(server, idle_client_times_out_others_served, .init = tl_log_quiet)
 {
 	fixture f;
 	sf_srv_opts o = {.timeout_ms = 200};
@@ -1047,7 +1036,7 @@ static void trickle_tick(uv_timer_t *t)
 
 /* A client sending its headers a byte at a time is still closed at the
  * deadline: data does not push it back. */
-Test(server, slowloris_deadline, .init = setup)
+Test(server, slowloris_deadline, .init = tl_log_quiet)
 {
 	fixture f;
 	sf_srv_opts o = {.timeout_ms = 300};
@@ -1072,7 +1061,7 @@ Test(server, slowloris_deadline, .init = setup)
 	stop(&f);
 }
 
-Test(server, max_connections, .init = setup)
+Test(server, max_connections, .init = tl_log_quiet)
 {
 	fixture f;
 	sf_srv_opts o = {.max_conns = 3, .timeout_ms = 5000};
@@ -1121,7 +1110,7 @@ static int timeouts_reached(void *ud)
 
 /* A client that does not read a response bigger than the socket buffers
  * is cut off at the write deadline. */
-Test(server, write_timeout, .init = setup)
+Test(server, write_timeout, .init = tl_log_quiet)
 {
 	fixture f;
 	sf_srv_opts o = {.timeout_ms = 300};
@@ -1142,7 +1131,7 @@ Test(server, write_timeout, .init = setup)
 
 /* ---- closing ---- */
 
-Test(server, close_with_open_connections, .init = setup)
+Test(server, close_with_open_connections, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -1196,7 +1185,7 @@ static int h_quit(void *ud, const sf_srv_request *req, sf_srv_response *res)
 }
 
 /* A handler may close the server; its own response is then dropped. */
-Test(server, handler_closes_server, .init = setup)
+Test(server, handler_closes_server, .init = tl_log_quiet)
 {
 	fixture f;
 	start(&f, NULL);
@@ -1213,7 +1202,7 @@ Test(server, handler_closes_server, .init = setup)
 
 /* ---- IPv6 ---- */
 
-Test(server, ipv6_loopback, .init = setup)
+Test(server, ipv6_loopback, .init = tl_log_quiet)
 {
 	uv_loop_t loop;
 	cr_assert_eq(uv_loop_init(&loop), 0);
@@ -1322,7 +1311,7 @@ static int job_done(void *ud)
 	return atomic_load(&((curl_job *)ud)->done) != 0;
 }
 
-Test(server, libcurl_client, .init = setup)
+Test(server, libcurl_client, .init = tl_log_quiet)
 {
 	cr_assert_eq(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
 	fixture f;

@@ -20,18 +20,7 @@
 #include "steadfast/log.h"
 #include "steadfast/server.h"
 #include "steadfast/tlscred.h"
-
-static void quiet_log(sf_log_level level, const char *line, void *ud)
-{
-	(void)level;
-	(void)line;
-	(void)ud;
-}
-
-static void setup(void)
-{
-	sf_log_set_sink(quiet_log, NULL);
-}
+#include "tl.h"
 
 /* ---- bearer tokens ---- */
 
@@ -45,7 +34,7 @@ static int bearer(const char *head, char *tok, size_t n)
 	return rc;
 }
 
-Test(srvtls, bearer_tokens, .init = setup)
+Test(srvtls, bearer_tokens, .init = tl_log_quiet)
 {
 	char tok[128];
 	cr_assert_eq(
@@ -261,7 +250,7 @@ static void run_get(fx *f, req *r)
 	cr_assert(atomic_load(&r->done));
 }
 
-Test(srvtls, guarded_route_over_https, .init = setup)
+Test(srvtls, guarded_route_over_https, .init = tl_log_quiet)
 {
 	cr_assert_eq(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
 	fx f;
@@ -292,7 +281,7 @@ Test(srvtls, guarded_route_over_https, .init = setup)
 	curl_global_cleanup();
 }
 
-Test(srvtls, large_response_over_tls, .init = setup)
+Test(srvtls, large_response_over_tls, .init = tl_log_quiet)
 {
 	cr_assert_eq(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
 	fx f;
@@ -315,7 +304,7 @@ static int tls_failed_once(fx *f)
 	return st.tls_failures > 0;
 }
 
-Test(srvtls, plain_http_to_tls_port_refused, .init = setup)
+Test(srvtls, plain_http_to_tls_port_refused, .init = tl_log_quiet)
 {
 	fx f;
 	fx_start(&f);
@@ -354,7 +343,7 @@ Test(srvtls, plain_http_to_tls_port_refused, .init = setup)
 
 /* A verdict that arrives after the server was closed frees the
  * connection (ASan and uv_loop_close check that nothing is left). */
-Test(srvtls, verdict_after_close, .init = setup)
+Test(srvtls, verdict_after_close, .init = tl_log_quiet)
 {
 	cr_assert_eq(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
 	fx f;
@@ -413,7 +402,7 @@ static void write_pair(const char *dir, const char *cn)
 	sf_buf_free(&k);
 }
 
-Test(srvtls, credentials_reloaded_when_files_change, .init = setup)
+Test(srvtls, credentials_reloaded_when_files_change, .init = tl_log_quiet)
 {
 	char dir[] = "/tmp/sf-tlscred-XXXXXX";
 	cr_assert(mkdtemp(dir));
