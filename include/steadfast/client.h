@@ -126,6 +126,7 @@ typedef struct sf_kube_req {
 	const char *body;
 	size_t body_len;
 	const char *content_type; /* default application/json */
+	const char *accept;       /* Accept header value, default application/json */
 	long timeout_ms;          /* 0 = client default, -1 = none */
 	/* LIST streaming: each item is handed to list_item (callee owns it). */
 	sf_list_item_fn list_item;

@@ -40,6 +40,11 @@ typedef struct sf_awctl_opts {
 	long expectation_timeout_ms;
 	/* identity for Events' reportingInstance ("" = hostname) */
 	const char *identity;
+	/* The admission parameters ConfigMap the leader keeps up to date
+	 * (admparams.h); name NULL/"" = none. interval 0 = 60 s. */
+	const char *admission_params_ns;
+	const char *admission_params_name;
+	long admission_params_interval_ms;
 	/* fault injection for tests: the component and pod informers apply
 	 * watch events up to this many ms late (see sf_reflector_opts); 0 = off */
 	long fault_watch_delay_ms;

@@ -42,6 +42,10 @@ typedef struct sf_mgr_opts {
 	const char *metrics_cert_path; /* NULL = self-signed at start */
 	const char *metrics_cert_name; /* NULL = "tls.crt" */
 	const char *metrics_cert_key;  /* NULL = "tls.key" */
+	/* "[NS/]NAME" of the admission parameters (admparams.h): NULL =
+	 * SF_ADMPARAMS_NAME, "" = none; NS defaults to the Lease namespace */
+	const char *admission_params;
+	long admission_params_interval_ms; /* 0 = 60 s */
 } sf_mgr_opts;
 
 /* The command line, in controller-runtime's spelling (Go flag syntax as
@@ -56,6 +60,7 @@ typedef struct sf_mgr_opts {
  *   --metrics-cert-name --metrics-cert-key (the kubebuilder scaffold's)
  *   --zap-log-level --namespace (watch only this one) --identity
  *   --kube-api-qps --kube-api-burst (kube-controller-manager's names)
+ *   --admission-params --admission-params-interval
  * The operator config (--config) is loaded and validated into store->cfg;
  * bind-address flags override its controllerManager keys, and
  * --leader-elect overrides its leaderElection (default on).

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "steadfast/admcheck.h"
+#include "steadfast/admparams.h"
 #include "steadfast/awcomp.h"
 #include "steadfast/awphase.h"
 #include "steadfast/barrier.h"
@@ -128,7 +129,8 @@ struct sf_awctl {
 	sf_strmap *mem;
 	sf_strmap *phase_counts; /* ns -> unsigned long[SF_AW_NPHASES] */
 	req *reqs;
-	sf_admcheck *admcheck; /* the start-up look at installed admission */
+	sf_admcheck *admcheck;   /* the start-up look at installed admission */
+	sf_admparams *admparams; /* the leader's upkeep of its parameters, or NULL */
 	int started;
 	int leading;
 	uint64_t term;
@@ -1448,6 +1450,15 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    (rc = sf_informer_add_handler(c->aw_inf, &aw_handler, c)) < 0 ||
 	    (rc = sf_informer_add_handler(c->pod_inf, &labelled_handler, c)) < 0)
 		goto fail;
+	if (opts && opts->admission_params_name && opts->admission_params_name[0]) {
+		/* last: nothing after it can fail (its timer is closed by stop) */
+		sf_admparams_opts ao = {.cfg = &c->cfg,
+		                        .ns = opts->admission_params_ns,
+		                        .name = opts->admission_params_name,
+		                        .interval_ms = opts->admission_params_interval_ms};
+		if ((rc = sf_admparams_new(loop, client, &ao, &c->admparams)) < 0)
+			goto fail;
+	}
 	*out = c;
 	return 0;
 fail:
@@ -1524,6 +1535,7 @@ int sf_awctl_activate(sf_awctl *c)
 	if (!c->leading || c->stopping || c->fresh_term != c->term)
 		return -EAGAIN;
 	sf_queue_reopen(c->queue);
+	sf_admparams_run(c->admparams);
 	sf_log_info(LOGGER, "reconciling", NULL);
 	enqueue_all(c);
 	return 0;
@@ -1539,6 +1551,7 @@ void sf_awctl_unlead(sf_awctl *c)
 	sf_barrier_cancel(c->barrier);
 	c->barrier = NULL;
 	sf_queue_shutdown(c->queue, NULL, NULL);
+	sf_admparams_pause(c->admparams);
 	sf_strmap_clear(c->mem, mem_free);
 	sf_events_reset(c->events);
 	sf_log_info(LOGGER, "stopped reconciling", NULL);
@@ -1584,6 +1597,9 @@ void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
 	c->closing_parts++;
 	sf_admcheck_stop(c->admcheck, part_closed, c);
 	c->closing_parts++;
+	sf_admparams_close(c->admparams, part_closed, c);
+	c->admparams = NULL;
+	c->closing_parts++;
 	if (c->ops == 0)
 		sf_queue_close(c->queue, part_closed, c);
 	else
@@ -1602,6 +1618,7 @@ void sf_awctl_free(sf_awctl *c)
 	sf_barrier_cancel(c->barrier);
 	sf_kinds_free(c->kinds);
 	sf_admcheck_free(c->admcheck);
+	sf_admparams_close(c->admparams, NULL, NULL); /* only when never stopped */
 	sf_events_free(c->events);
 	sf_strmap_free(c->mem, mem_free);
 	sf_strmap_free(c->phase_counts, free);
@@ -1634,6 +1651,7 @@ static void add_count(sf_prom *p, const char *name, const char *help, uint64_t v
 
 int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 {
+	sf_admparams_metrics_write(c->admparams, p);
 	add_count(p, "steadfast_watch_restarts_total",
 	          "Watches ended by the progress watchdog (no event or bookmark for 150 s) and "
 	          "started again on a fresh connection",

@@ -44,7 +44,7 @@ typedef struct resolved {
 struct sf_kube_call {
 	sf_kube_client *c;
 	enum call_state state;
-	char *method, *url, *body, *content_type;
+	char *method, *url, *body, *content_type, *accept;
 	size_t body_len;
 	long timeout_ms;
 	int is_write;
@@ -155,6 +155,7 @@ static void call_free(sf_kube_call *k)
 	free(k->url);
 	free(k->body);
 	free(k->content_type);
+	free(k->accept);
 	free(k->ns);
 	free(k->name);
 	free(k->sub);
@@ -897,7 +898,13 @@ static int call_send(sf_kube_call *k, char *msg, size_t msglen)
 		headers[nh++] = auth;
 	}
 	headers[nh++] = c->ua_header;
-	headers[nh++] = "Accept: application/json";
+	char accept[256];
+	if (k->accept) {
+		snprintf(accept, sizeof(accept), "Accept: %s", k->accept);
+		headers[nh++] = accept;
+	} else {
+		headers[nh++] = "Accept: application/json";
+	}
 	if (c->host_header)
 		headers[nh++] = c->host_header;
 	if (k->wd)
@@ -1012,6 +1019,7 @@ int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *u
 	k->url = sf_buf_detach(&url, NULL);
 	k->method = strdup(req->method);
 	k->content_type = xstrdup(req->content_type);
+	k->accept = xstrdup(req->accept);
 	k->ns = xstrdup(req->ns);
 	k->name = xstrdup(req->name);
 	k->sub = xstrdup(req->subresource);
@@ -1042,6 +1050,7 @@ int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *u
 	if (req->watch_event)
 		k->wd = sf_watch_decoder_new(stream_watch_event, k, 0);
 	if (!k->url || !k->method || (req->body && !k->body) || (req->list_item && !k->ld) ||
+	    (req->content_type && !k->content_type) || (req->accept && !k->accept) ||
 	    (req->watch_event && !k->wd)) {
 		call_free(k);
 		return -ENOMEM;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/admparams.h"
 #include "steadfast/flag.h"
 #include "steadfast/log.h"
 #include "steadfast/manager.h"
@@ -21,7 +22,7 @@
 typedef struct raw {
 	const char *config, *metrics, *health;
 	int leader_elect, metrics_secure;
-	int64_t lease_ns, renew_ns, retry_ns;
+	int64_t lease_ns, renew_ns, retry_ns, admparams_ns;
 	double qps;
 	long burst;
 } raw;
@@ -97,6 +98,14 @@ static void define(sf_flagset *fs, sf_mgr_opts *o, raw *r, sf_mgr_flags *st)
 	    ->def = "50";
 	sf_flag_long(fs, &r->burst, "kube-api-burst", 0, "N", 1, 100000, "API client burst")->def =
 	    "100";
+	sf_flag_string(fs, &o->admission_params, "admission-params", 0, "[NS/]NAME",
+	               "admission parameters ConfigMap the leader keeps in\n"
+	               "step with discovery and the config (NS: the Lease's);\n"
+	               "\"\": none (docs/admission.md)")
+	    ->def = SF_ADMPARAMS_NAME;
+	sf_flag_duration(fs, &r->admparams_ns, "admission-params-interval", 0, "D",
+	                 "time between the leader's passes over it")
+	    ->def = "1m";
 	sf_flag_bool(fs, &st->want_version, "version", 0, "print the version and exit");
 }
 
@@ -140,7 +149,9 @@ int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, 
 		return 1;
 	if (to_ms(&fs, "leader-elect-lease-duration", r.lease_ns, &o->lease_ms, err, errlen) ||
 	    to_ms(&fs, "leader-elect-renew-deadline", r.renew_ns, &o->renew_ms, err, errlen) ||
-	    to_ms(&fs, "leader-elect-retry-period", r.retry_ns, &o->retry_ms, err, errlen))
+	    to_ms(&fs, "leader-elect-retry-period", r.retry_ns, &o->retry_ms, err, errlen) ||
+	    to_ms(&fs, "admission-params-interval", r.admparams_ns,
+	          &o->admission_params_interval_ms, err, errlen))
 		return -EINVAL;
 	if (sf_flag_lookup(&fs, "kube-api-qps")->set)
 		o->kube_api_qps = r.qps > 0 ? r.qps : -1;

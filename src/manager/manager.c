@@ -23,6 +23,7 @@
 #include "steadfast/review.h"
 #include "steadfast/tlscred.h"
 #include "steadfast/config.h"
+#include "steadfast/admparams.h"
 #include "steadfast/controller.h"
 #include "steadfast/election.h"
 #include "steadfast/fault.h"
@@ -300,8 +301,32 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	const char *identity = o->identity;
 	if (!identity && sf_elect_default_identity(idbuf, sizeof(idbuf)) == 0)
 		identity = idbuf;
-	sf_awctl_opts ao = {
-	    .cfg = o->cfg ? o->cfg : &defaults, .ns = o->watch_namespace, .identity = identity};
+	/* the controller's namespace: the Lease's, and the admission
+	 * parameters' unless named */
+	const char *own_ns = o->lease_namespace;
+	if (!own_ns || !own_ns[0])
+		own_ns = getenv("POD_NAMESPACE");
+	if (!own_ns || !own_ns[0])
+		own_ns = m.cfg->namespace;
+	char params_ns[254] = "";
+	const char *params = o->admission_params ? o->admission_params : SF_ADMPARAMS_NAME;
+	const char *slash = strchr(params, '/');
+	if (slash)
+		snprintf(params_ns, sizeof(params_ns), "%.*s", (int)(slash - params), params);
+	else
+		snprintf(params_ns, sizeof(params_ns), "%s", own_ns ? own_ns : "");
+	sf_awctl_opts ao = {.cfg = o->cfg ? o->cfg : &defaults,
+	                    .ns = o->watch_namespace,
+	                    .identity = identity,
+	                    .admission_params_ns = params_ns,
+	                    .admission_params_name = slash ? slash + 1 : params,
+	                    .admission_params_interval_ms = o->admission_params_interval_ms};
+	if (*ao.admission_params_name && !params_ns[0]) {
+		sf_log_error(LOGGER, "no namespace for the admission parameters", "admissionParams",
+		             params, NULL);
+		rc = -EINVAL;
+		goto fail;
+	}
 	/* the tests' fault points (0 in the shipped binary) */
 	ao.fault_watch_delay_ms = sf_fault("WATCH_DELAY_MS");
 	ao.fault_lost_create_answers = sf_fault("LOST_CREATE_ANSWERS");
@@ -312,13 +337,8 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		goto fail;
 	}
 	if (o->leader_elect) {
-		const char *ns = o->lease_namespace;
-		if (!ns || !ns[0])
-			ns = getenv("POD_NAMESPACE");
-		if (!ns || !ns[0])
-			ns = m.cfg->namespace;
 		sf_elect_opts eo = {
-		    .ns = ns,
+		    .ns = own_ns,
 		    .name = o->lease_name ? o->lease_name : SF_MGR_DEFAULT_LEASE,
 		    .identity = identity,
 		    .lease_duration_ms = o->lease_ms,

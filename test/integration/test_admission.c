@@ -1018,6 +1018,244 @@ Test(admission, enforced_by_the_api_server_with_no_controller)
 
 /* ---- with a controller, then with none ---- */
 
+/* ---- the parameters kept by the leader (admparams.h) ---- */
+
+/* The value of data[key] of this test's parameters ConfigMap into buf: 1,
+ * or 0 when the key is absent. */
+static int param(const char *key, char *buf, size_t n)
+{
+	tl_res r;
+	sf_kube_req q = {
+	    .method = "GET", .gvr = &SF_GVR_CONFIGMAPS, .ns = NS, .name = "steadfast-admission"};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "GET the parameters: %ld %s", r.http_status, r.message);
+	sf_jv v = sf_jv_get(sf_jv_get(sf_obj_root(r.obj), "data"), key);
+	int found = sf_jv_ok(v) && sf_jv_str(v, buf, n) >= 0;
+	tl_res_clear(&r);
+	return found;
+}
+
+/* Waits until data[key] is want (NULL: absent), with a deadline. */
+static void await_param(const char *key, const char *want, long ms)
+{
+	int64_t end = sf_mono_ns() + (int64_t)ms * 1000000;
+	char have[256] = "";
+	int found;
+	for (;;) {
+		found = param(key, have, sizeof(have));
+		if (want ? found && strcmp(have, want) == 0 : !found)
+			return;
+		if (sf_mono_ns() > end)
+			break;
+		usleep(100 * 1000);
+	}
+	cr_assert_fail("parameter %s: want %s within %ld ms, have %s", key,
+	               want ? want : "(absent)", ms, found ? have : "(absent)");
+}
+
+/* steadfast_admission_params_syncs_total{result} of c, from its /metrics. */
+static long syncs(tl_ctl *c, const char *result)
+{
+	int port = tl_ctl_port(&K.loop, c, "metrics");
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	long st = tl_ctl_http_get(port, "/metrics", &b);
+	cr_assert_eq(st, 200);
+	cr_assert_eq(sf_buf_putc(&b, 0), 0);
+	char needle[128];
+	snprintf(needle, sizeof(needle), "steadfast_admission_params_syncs_total{result=\"%s\"} ",
+	         result);
+	const char *at = strstr(b.data, needle);
+	cr_assert(at, "no %s in /metrics", needle);
+	long v = strtol(at + strlen(needle), NULL, 10);
+	sf_buf_free(&b);
+	return v;
+}
+
+static int never(void *ud)
+{
+	(void)ud;
+	return 0;
+}
+
+/* Runs the loop until c has counted at least n passes with result. */
+static void await_syncs(tl_ctl *c, const char *result, long n, long ms)
+{
+	int64_t end = sf_mono_ns() + (int64_t)ms * 1000000;
+	long have;
+	while ((have = syncs(c, result)) < n && sf_mono_ns() < end)
+		tl_run_until_fn(&K.loop, never, NULL, 100);
+	cr_assert_geq(have, n, "not %ld passes with result %s within %ld ms (have %ld)", n, result,
+	              ms, have);
+}
+
+/* A controller keeping this test's parameters, passes every second. */
+static tl_ctl *params_keeper(const char *id, const char *config)
+{
+	static const char *const extra[] = {"--admission-params-interval=1s", NULL};
+	tl_ctl_opts o = {
+	    .ns = NS, .lease = "steadfast-adm", .id = id, .extra = extra, .config = config};
+	return tl_ctl_start(&K.loop, &o);
+}
+
+#define GIZMO_CRD                                                                                  \
+	"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"                    \
+	"metadata: {name: gizmoes.%s}\n"                                                           \
+	"spec:\n  group: %s\n  scope: Namespaced\n"                                                \
+	"  names: {plural: gizmoes, singular: gizmo, kind: Gizmo, listKind: GizmoList}\n"          \
+	"  versions:\n  - name: v1\n    served: true\n    storage: true\n"                         \
+	"    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: "      \
+	"true}}\n"
+#define GIZMO_AW                                                                                   \
+	"apiVersion: workload.codeflare.dev/v1beta2\nkind: AppWrapper\nmetadata: {name: gizmo}\n"  \
+	"spec:\n  components:\n  - template: {apiVersion: %s/v1, kind: Gizmo, metadata: {name: "   \
+	"g},"                                                                                      \
+	" spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}\n"                  \
+	"    podSets: [{path: template.spec.template}]\n"
+#define GIZMO_ROLE                                                                                 \
+	"apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: gizmoes}\n"        \
+	"rules:\n- {apiGroups: [%s], resources: [gizmoes], verbs: [create]}\n---\n"                \
+	"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: gizmoes}\n" \
+	"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gizmoes}\n"              \
+	"subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: " LOWPRIV "}]\n"
+
+static char GROUP[96];
+
+static int refused_unmapped(const tl_res *r)
+{
+	return r->http_status == 403 && has(r->message, "has no resource in ConfigMap");
+}
+
+static int refused_gizmoes(const tl_res *r)
+{
+	char want[160];
+	snprintf(want, sizeof(want), "not authorized to create gizmoes.%s", GROUP);
+	return r->http_status == 403 && has(r->message, want);
+}
+
+static const sf_gvr CRDS = {"apiextensions.k8s.io", "v1", "customresourcedefinitions", 0};
+
+/* A CRD installed after the manifests: its kind is in no shipped line, so
+ * admission refuses it as unmapped until the leader, from discovery, adds
+ * it; then the user's rights decide, as for a built-in kind. Its line
+ * goes when the CRD does (the leader owned it alone). */
+Test(admission, a_kind_installed_later_is_mapped_by_the_leader_from_discovery)
+{
+	snprintf(GROUP, sizeof(GROUP), "%s.example.com", NS);
+	char crd[1024], aw[1024], role[1024], key[160], crdname[160];
+	snprintf(crd, sizeof(crd), GIZMO_CRD, GROUP, GROUP);
+	snprintf(aw, sizeof(aw), GIZMO_AW, GROUP);
+	snprintf(role, sizeof(role), GIZMO_ROLE, GROUP);
+	snprintf(key, sizeof(key), "Gizmo.%s", GROUP);
+	snprintf(crdname, sizeof(crdname), "gizmoes.%s", GROUP);
+	tl_aw_apply_yaml(&K, NULL, crd, NULL, NULL);
+	tl_aw_wait_established(&K, crdname, 30000);
+	/* no replica: the shipped table does not know the kind */
+	await_answer(&K, aw, refused_unmapped, "refusal of an unmapped kind");
+	char have[64];
+	cr_assert_not(param(key, have, sizeof(have)), "%s already mapped", key);
+	/* a leader adds it from discovery */
+	tl_ctl *c = params_keeper("adm-params", NULL);
+	await_param(key, "gizmoes", 20000);
+	cr_assert_geq(tl_ctl_count(c, "admission parameters updated from discovery", 0), 1);
+	/* now the user's rights decide: refused naming resource, kind and namespace */
+	char kind[200];
+	snprintf(kind, sizeof(kind), "(kind %s)", key);
+	await_answer(&L, aw, refused_gizmoes, "refusal of gizmoes");
+	expect_refused(&L, aw, 403, RBAC_POLICY, "spec.components[0].template", "in namespace", NS,
+	               kind, NULL);
+	/* and admitted once granted */
+	apply(role);
+	await_answer(&L, aw, probe_mutation, "gizmoes granted to " LOWPRIV);
+	/* the CRD goes: so does the line the leader alone set */
+	delete_obj(&CRDS, crdname);
+	await_param(key, NULL, 30000);
+	/* the shipped lines stay (kubectl set them too), whether served or not */
+	cr_assert(param("JobSet.jobset.x-k8s.io", have, sizeof(have)) &&
+	          strcmp(have, "jobsets") == 0);
+	cr_assert(tl_ctl_alive(c));
+	tl_ctl_stop_all(&K.loop);
+}
+
+#define QUEUE_CONFIG                                                                               \
+	"appwrapper:\n  defaultQueueName: team-q\n  kueueJobReconciller:\n"                        \
+	"    manageJobsWithoutQueueName: false\n"
+
+static int queue_team_q(const tl_res *r)
+{
+	char q[64];
+	return r->http_status == 201 && r->obj &&
+	       sf_jv_str(sf_jv_get(sf_jv_path(sf_obj_root(r->obj), "metadata.labels"),
+	                           "kueue.x-k8s.io/queue-name"),
+	                 q, sizeof(q)) > 0 &&
+	       strcmp(q, "team-q") == 0;
+}
+
+/* The create-time defaults the mutating policy reads come from the
+ * operator config, and a line discovery contradicts is corrected: nothing
+ * is mirrored by hand any more. */
+Test(admission, the_leader_writes_the_config_keys_and_corrects_wrong_lines)
+{
+	char cfgpath[256];
+	snprintf(cfgpath, sizeof(cfgpath), "/tmp/steadfast-admp-%d.yaml", (int)getpid());
+	FILE *f = fopen(cfgpath, "w");
+	cr_assert(f);
+	fputs(QUEUE_CONFIG, f);
+	fclose(f);
+	static const char body[] = "{\"data\":{\"Job.batch\":\"jobz\"}}";
+	tl_res w;
+	sf_kube_req q = {.method = "PATCH",
+	                 .gvr = &SF_GVR_CONFIGMAPS,
+	                 .ns = NS,
+	                 .name = "steadfast-admission",
+	                 .body = body,
+	                 .body_len = strlen(body),
+	                 .content_type = "application/merge-patch+json"};
+	tl_do(&K, &q, &w);
+	cr_assert_eq(w.http_status, 200, "%ld %s", w.http_status, w.message);
+	tl_res_clear(&w);
+	char have[64];
+	cr_assert(param("Job.batch", have, sizeof(have)) && strcmp(have, "jobz") == 0);
+	char *pod = pods_aw("defaulted", 1, "", "", "");
+	tl_ctl *c = params_keeper("adm-config", cfgpath);
+	await_param("defaultQueueName", "team-q", 20000);
+	await_param("manageJobsWithoutQueueName", "false", 5000);
+	await_param("enableKueueIntegrations", "true", 5000);
+	await_param("Job.batch", "jobs", 5000);
+	/* the mutating policy now defaults the queue from it */
+	await_answer(&K, pod, queue_team_q, "the queue defaulted from the config");
+	/* one write did it all: the passes after it find nothing to change */
+	await_syncs(c, "unchanged", 2, 10000);
+	cr_assert_eq(syncs(c, "updated"), 1, "more than one write for one change");
+	cr_assert_eq(syncs(c, "error"), 0);
+	free(pod);
+	unlink(cfgpath);
+	tl_ctl_stop_all(&K.loop);
+}
+
+/* Absent parameters mean admission is not installed here: the leader
+ * says so and creates nothing. */
+Test(admission, absent_parameters_are_not_created)
+{
+	static const char *const extra[] = {"--admission-params-interval=1s",
+	                                    "--admission-params=not-installed", NULL};
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-adm", .id = "adm-absent", .extra = extra};
+	tl_ctl *c = tl_ctl_start(&K.loop, &o);
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, c, "admission parameters not found", 0, 20000), 0);
+	/* more passes come and go without a create, logged once */
+	size_t from = tl_ctl_nlines(c);
+	await_syncs(c, "absent", 3, 10000);
+	tl_res r;
+	sf_kube_req q = {
+	    .method = "GET", .gvr = &SF_GVR_CONFIGMAPS, .ns = NS, .name = "not-installed"};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 404, "created: %ld", r.http_status);
+	tl_res_clear(&r);
+	cr_assert_eq(tl_ctl_count(c, "admission parameters not found", from), 0,
+	             "logged again for the same state");
+	tl_ctl_stop_all(&K.loop);
+}
+
 static int aw_gone(void *ud)
 {
 	return tl_aw_cached(ud, "carried") == NULL;

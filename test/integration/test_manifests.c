@@ -1164,6 +1164,11 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 		free(j);
 	}
 
+	/* the admission parameters, which the leader keeps (get, patch) */
+	j = relocate(named(&m, "ConfigMap", ADMISSION_CM), CTLNS);
+	cr_assert_eq(apply_json(CTLNS, j, NULL), 201, "the admission parameters were not created");
+	free(j);
+
 	/* the Deployment's pod passes the namespace's Pod Security level, and
 	 * the level is really enforced (a weakened pod is refused) */
 	tl_res r;
@@ -1348,6 +1353,8 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                                   "watch /pods ok",
 	                                   "create /pods ok",
 	                                   "delete /pods ok",
+	                                   "get /configmaps ok",
+	                                   "patch /configmaps ok",
 	                                   NULL};
 	for (size_t i = 0; used[i]; i++)
 		cr_assert(audit_has(&as, used[i]), "the test did not exercise \"%s\"", used[i]);
@@ -1409,6 +1416,16 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                  .body = cmb,
 	                  .body_len = strlen(cmb)};
 	cr_assert_eq(sa_status(&q9), 403, "creating a ConfigMap");
+	static const char cmpatch[] = "{\"data\":{\"x\":\"y\"}}";
+	sf_kube_req q9b = {.method = "PATCH",
+	                   .gvr = &SF_GVR_CONFIGMAPS,
+	                   .ns = CTLNS,
+	                   .name = OPERATOR_CM,
+	                   .query = "dryRun=All",
+	                   .body = cmpatch,
+	                   .body_len = strlen(cmpatch),
+	                   .content_type = "application/merge-patch+json"};
+	cr_assert_eq(sa_status(&q9b), 403, "patching a ConfigMap other than the parameters");
 	static const char awput[] = "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}";
 	sf_kube_req q10 = {.method = "PUT",
 	                   .gvr = &SF_GVR_APPWRAPPERS,
