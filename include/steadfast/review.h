@@ -16,6 +16,11 @@
  * as kube-rbac-proxy's and the API server's webhook caches); 500 is not
  * cached. The cache holds at most max_entries tokens (expired ones and then
  * the oldest go first).
+ *
+ * At most max_in_flight checks wait for the API server at once; a check
+ * that misses the cache beyond that is answered 429 at once (not cached),
+ * so a flood of unknown tokens costs the API server a bounded number of
+ * reviews rather than one each.
  */
 #ifndef STEADFAST_REVIEW_H
 #define STEADFAST_REVIEW_H
@@ -34,12 +39,14 @@ typedef struct sf_review_opts {
 	long deny_ttl_ms;   /* 0 = 10000; < 0 = not cached */
 	size_t max_entries; /* 0 = 1024 */
 	long timeout_ms;    /* per review request; 0 = 10000 */
+	unsigned max_in_flight; /* 0 = 8 */
 } sf_review_opts;
 
 typedef struct sf_review_stats {
 	unsigned long reviews; /* checks answered from the API server */
 	unsigned long cache_hits;
 	unsigned long errors; /* verdicts 500 */
+	unsigned long shed;   /* verdicts 429: max_in_flight reached */
 } sf_review_stats;
 
 /* client is borrowed (its requests should not pass a write gate: reviews

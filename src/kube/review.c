@@ -21,6 +21,7 @@
 #define LOGGER "metrics-auth"
 #define DEFAULT_TTL_MS 10000
 #define DEFAULT_MAX_ENTRIES 1024
+#define DEFAULT_MAX_IN_FLIGHT 8
 #define DEFAULT_TIMEOUT_MS 10000
 #define HASH_LEN 32
 
@@ -41,6 +42,7 @@ struct sf_review {
 	long allow_ttl_ms, deny_ttl_ms, timeout_ms;
 	size_t max_entries;
 	entry *cache;
+	unsigned max_in_flight, in_flight;
 	sf_review_stats st;
 };
 
@@ -68,6 +70,7 @@ int sf_review_new(uv_loop_t *loop, sf_kube_client *client, const sf_review_opts 
 	rv->deny_ttl_ms = o.deny_ttl_ms ? o.deny_ttl_ms : DEFAULT_TTL_MS;
 	rv->timeout_ms = o.timeout_ms ? o.timeout_ms : DEFAULT_TIMEOUT_MS;
 	rv->max_entries = o.max_entries ? o.max_entries : DEFAULT_MAX_ENTRIES;
+	rv->max_in_flight = o.max_in_flight ? o.max_in_flight : DEFAULT_MAX_IN_FLIGHT;
 	rv->path = strdup(o.path ? o.path : "/metrics");
 	rv->verb = strdup(o.verb ? o.verb : "get");
 	rv->cache = calloc(rv->max_entries, sizeof(entry));
@@ -134,6 +137,7 @@ static void cache_put(sf_review *rv, const unsigned char *hash, int verdict)
 static void finish(check *ck, int verdict, int cache)
 {
 	sf_review *rv = ck->rv;
+	rv->in_flight--;
 	if (verdict == 500)
 		rv->st.errors++;
 	else
@@ -280,6 +284,14 @@ void sf_review_check(sf_review *rv, const char *token, size_t len, sf_review_cb 
 		cb(ud, verdict);
 		return;
 	}
+	if (rv->in_flight >= rv->max_in_flight) {
+		rv->st.shed++;
+		free(ck);
+		sf_log_debug(LOGGER, "metrics request shed: too many reviews in flight", NULL);
+		cb(ud, 429);
+		return;
+	}
+	rv->in_flight++; /* finish() takes it back */
 	sf_jd *spec = sf_jd_new_obj();
 	sf_jd *tok = sf_jd_new_strn(token, len);
 	if (spec && tok) {

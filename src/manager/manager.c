@@ -132,7 +132,9 @@ static int secure_metrics_setup(mgr *m, const sf_mgr_opts *o)
 		sf_log_error(LOGGER, "cannot load the metrics certificate", "error", err, NULL);
 		return rc;
 	}
-	sf_kube_client_opts co = {.qps = -1, .max_retries_429 = -1};
+	/* its own limit: a flood of unknown tokens is shed (429) by the
+	 * reviewer's in-flight bound before it reaches the API server */
+	sf_kube_client_opts co = {.qps = 20, .burst = 40, .max_retries_429 = -1};
 	rc = sf_kube_client_new(&m->loop, m->cfg, &co, &m->review_client);
 	if (rc == 0)
 		rc = sf_review_new(&m->loop, m->review_client, NULL, &m->review);

@@ -568,6 +568,7 @@ static const char *reason(int status)
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 413: return "Content Too Large";
+	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
