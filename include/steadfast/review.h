@@ -33,12 +33,12 @@
 typedef struct sf_review sf_review;
 
 typedef struct sf_review_opts {
-	const char *path;   /* nonResourceAttributes.path; NULL = "/metrics" */
-	const char *verb;   /* NULL = "get" */
-	long allow_ttl_ms;  /* 0 = 10000; < 0 = not cached */
-	long deny_ttl_ms;   /* 0 = 10000; < 0 = not cached */
-	size_t max_entries; /* 0 = 1024 */
-	long timeout_ms;    /* per review request; 0 = 10000 */
+	const char *path;       /* nonResourceAttributes.path; NULL = "/metrics" */
+	const char *verb;       /* NULL = "get" */
+	long allow_ttl_ms;      /* 0 = 10000; < 0 = not cached */
+	long deny_ttl_ms;       /* 0 = 10000; < 0 = not cached */
+	size_t max_entries;     /* 0 = 1024 */
+	long timeout_ms;        /* per review request; 0 = 10000 */
 	unsigned max_in_flight; /* 0 = 8 */
 } sf_review_opts;
 
