@@ -16,6 +16,11 @@
 # LEASE_ETCD=true runs a second etcd for coordination.k8s.io/leases
 # (--etcd-servers-overrides, as large clusters do): Lease resourceVersions
 # then come from another revision counter than everything else's.
+# KUEUE=true also starts kube-scheduler, kwok (fake nodes labelled
+# type=kwok, pod lifecycles from kwok-pod-stages.yaml; KWOK_NODES of them,
+# default 2, are created here) and Kueue (AppWrapper and batch/job
+# integrations, its CRDs and webhooks installed, the webhooks served on
+# 127.0.0.1), after installing the AppWrapper CRD (README.md).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,6 +70,17 @@ elif [ -n "$(ls -A "$dir")" ]; then
   die "$dir is not empty and is not a cluster state directory; refusing to use it"
 fi
 
+kueue=false
+case ${KUEUE:-} in
+  "" | false) ;;
+  true) kueue=true ;;
+  *) die "KUEUE must be true or false, not '$KUEUE'" ;;
+esac
+if [ "$kueue" = true ]; then
+  command -v unshare >/dev/null || die "KUEUE=true needs unshare (util-linux)"
+  python3 -c 'import yaml' 2>/dev/null || die "KUEUE=true needs python3-yaml (make deps)"
+  "$here/build.sh" --kueue >/dev/null || die "building kube-scheduler, Kueue or kwok failed"
+fi
 bin=$("$here/build.sh") || die "building the control-plane binaries failed"
 for b in $CLUSTER_COMPONENTS; do
   [ -x "$bin/$b" ] || die "missing $bin/$b"
@@ -138,7 +154,9 @@ port_clash() { tail -c +$(( $2 + 1 )) "$dir/logs/$1.log" 2>/dev/null | grep -q '
 # RSA keys are generated in parallel (the slow part), then signed by the CA.
 make_pki() {
   local k pids=() p
-  for k in ca apiserver admin lowpriv controller-manager sa; do
+  local keys="ca apiserver admin lowpriv controller-manager sa"
+  if [ "$kueue" = true ]; then keys="$keys scheduler loopback"; fi
+  for k in $keys; do
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
       -out "$pki/$k.key" 2>"$pki/$k.err" &
     pids+=($!)
@@ -156,6 +174,12 @@ make_pki() {
   issue admin "/O=system:masters/CN=steadfast-admin" "$client_ext"
   issue lowpriv "/CN=steadfast-lowpriv" "$client_ext"
   issue controller-manager "/CN=system:kube-controller-manager" "$client_ext"
+  if [ "$kueue" = true ]; then
+    issue scheduler "/CN=system:kube-scheduler" "$client_ext"
+    # Served on 127.0.0.1 by kube-scheduler and by Kueue (webhooks, metrics).
+    issue loopback "/CN=steadfast-loopback" \
+      "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1"
+  fi
   openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null \
     || die "openssl: service-account public key failed"
   log "PKI written to $pki"
@@ -436,6 +460,9 @@ until [ "$(admin_curl "$dir" -o /dev/null -w '%{http_code}' \
 done
 log "ServiceAccount default/default exists ($(elapsed))"
 
+kueue_env=()
+if [ "$kueue" = true ]; then . "$here/up-kueue.sh"; fi
+
 # ------------------------------------------------------------------- env file
 {
   for kv in \
@@ -453,7 +480,8 @@ log "ServiceAccount default/default exists ($(elapsed))"
     "STEADFAST_SA_KEY=$pki/sa.key" \
     "STEADFAST_SA_PUB=$pki/sa.pub" \
     "STEADFAST_SA_ISSUER=https://kubernetes.default.svc" \
-    "STEADFAST_CLUSTER_DIR=$dir"; do
+    "STEADFAST_CLUSTER_DIR=$dir" \
+    ${kueue_env[@]+"${kueue_env[@]}"}; do
     printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
   done
 } >"$dir/env.tmp"
