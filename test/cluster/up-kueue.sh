@@ -78,11 +78,16 @@ started="kube-scheduler $started"
 log "kube-scheduler starting on https://127.0.0.1:$sched_port (pid $(recorded_pid kube-scheduler "$dir"))"
 
 # ---------------------------------------------------------------------- kwok
-# Its config: kwok's own node stage (from its module) and our pod stages.
+# Its config: kwok's own node stages (from its module: Ready at once, then
+# a status heartbeat now and then; the node Leases it renews are what keep
+# the node lifecycle controller from marking a node unreachable) and our
+# pod stages.
 current=kwok
 mkdir -p "$dir/kwok"
 {
   cat "$kwok_mod/kustomize/stage/node/fast/node-initialize.yaml"
+  echo "---"
+  cat "$kwok_mod/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"
   echo "---"
   cat "$here/kwok-pod-stages.yaml"
 } >"$dir/kwok/kwok.yaml"
@@ -92,7 +97,8 @@ save_args kwok "$dir" "$kwok_bin" \
   --manage-nodes-with-label-selector=type=kwok \
   --server-address="127.0.0.1:$kwok_port" \
   --cidr=10.244.0.0/16 \
-  --node-ip=127.0.0.1
+  --node-ip=127.0.0.1 \
+  --node-lease-duration-seconds=40
 start_component kwok "$dir"
 started="kwok $started"
 log "kwok starting on http://127.0.0.1:$kwok_port (pid $(recorded_pid kwok "$dir"))"
@@ -193,10 +199,11 @@ nodes_ready() {
   admin_curl "$dir" "$api_url/api/v1/nodes?labelSelector=type%3Dkwok" \
     | python3 -c 'import json,sys
 items=json.load(sys.stdin)["items"]
-ready=[n for n in items if any(c["type"]=="Ready" and c["status"]=="True" for c in n.get("status",{}).get("conditions",[]))]
+ready=[n for n in items if any(c["type"]=="Ready" and c["status"]=="True" for c in n.get("status",{}).get("conditions",[]))
+       and not any(t["key"].startswith("node.kubernetes.io/") for t in n.get("spec",{}).get("taints",[]))]
 sys.exit(0 if len(ready)==len(items)>=int(sys.argv[1]) else 1)' "$kwok_nodes"
 }
-wait_until "$kwok_nodes kwok nodes Ready" 60 kwok nodes_ready || die "kwok nodes not Ready"
+wait_until "$kwok_nodes kwok nodes Ready and untainted" 60 kwok nodes_ready || die "kwok nodes not Ready"
 log "kwok ready, $kwok_nodes nodes Ready ($(elapsed))"
 
 current=kueue

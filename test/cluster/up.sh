@@ -436,9 +436,18 @@ log "RBAC for steadfast-lowpriv and the controller manager created"
 
 # ------------------------------------------------- kube-controller-manager
 current=kube-controller-manager
+kcm_controllers=garbage-collector-controller,job-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller
+kcm_extra=()
+if [ "$kueue" = true ]; then
+  # kube-apiserver taints every new node not-ready; the node lifecycle
+  # controller lifts that once the node (kwok) reports Ready, and checks
+  # every second, so a test's node is schedulable soon after.
+  kcm_controllers="$kcm_controllers,node-lifecycle-controller"
+  kcm_extra+=(--node-monitor-period=1s)
+fi
 save_args kube-controller-manager "$dir" "$bin/kube-controller-manager" \
   --kubeconfig="$dir/controller-manager.kubeconfig" \
-  --controllers=garbage-collector-controller,job-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller \
+  --controllers="$kcm_controllers" \
   --use-service-account-credentials=false \
   --service-account-private-key-file="$pki/sa.key" \
   --root-ca-file="$pki/ca.crt" \
@@ -446,7 +455,8 @@ save_args kube-controller-manager "$dir" "$bin/kube-controller-manager" \
   --secure-port=0 \
   --kube-api-qps=100 \
   --kube-api-burst=200 \
-  --v=1
+  --v=1 \
+  ${kcm_extra[@]+"${kcm_extra[@]}"}
 start_component kube-controller-manager "$dir"
 started="kube-controller-manager $started"
 log "kube-controller-manager starting (pid $(recorded_pid kube-controller-manager "$dir"))"
