@@ -80,9 +80,10 @@ for t in $targets; do [ -x "${t%%:*}" ] || missing="$missing $t"; done
 if [ -z "$missing" ]; then echo "$dir"; exit 0; fi
 
 command -v go >/dev/null || { echo "build.sh: go not found (run make deps)" >&2; exit 1; }
-mkdir -p "$cache"
-# One lock for every build: they share the Go build cache and two cores.
-exec 9>"$cache/.build.lock"
+mkdir -p "$dir"
+# One lock for every build (the control plane's, as before): they share the
+# Go build cache and two cores.
+exec 9>"$dir/.lock"
 flock 9
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 start=$(date +%s)
