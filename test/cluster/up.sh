@@ -28,6 +28,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 dir=$(cluster_state_dir "${1:-}")
 t0=$(now_ms)
+kueue=false
+case ${KUEUE:-} in
+  "" | false) ;;
+  true) kueue=true ;;
+  *) die "KUEUE must be true or false, not '$KUEUE'" ;;
+esac
 elapsed() { awk -v ms=$(( $(now_ms) - t0 )) 'BEGIN{printf "%.1fs", ms/1000}'; }
 
 # Sets $running and $stopped to the components up / not up in $dir.
@@ -42,6 +48,9 @@ exit_if_running() {
   [ -f "$dir/$CLUSTER_MARKER" ] && [ -f "$dir/env" ] || return 0
   survey
   [ -z "$stopped" ] || return 0
+  if [ "$kueue" = true ] && [ ! -f "$dir/cmd/kueue.args" ]; then
+    die "a cluster without Kueue is running in $dir; run $here/down.sh $dir first"
+  fi
   log "cluster already running in $dir ($(env_value "$dir" STEADFAST_APISERVER)); nothing to do"
   log "use: . $dir/env"
   exit 0
@@ -70,12 +79,6 @@ elif [ -n "$(ls -A "$dir")" ]; then
   die "$dir is not empty and is not a cluster state directory; refusing to use it"
 fi
 
-kueue=false
-case ${KUEUE:-} in
-  "" | false) ;;
-  true) kueue=true ;;
-  *) die "KUEUE must be true or false, not '$KUEUE'" ;;
-esac
 if [ "$kueue" = true ]; then
   command -v unshare >/dev/null || die "KUEUE=true needs unshare (util-linux)"
   python3 -c 'import yaml' 2>/dev/null || die "KUEUE=true needs python3-yaml (make deps)"

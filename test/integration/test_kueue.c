@@ -611,13 +611,13 @@ Test(kueue, b_ten_appwrappers_on_quota_for_four_queue)
 Test(kueue, c_a_pod_failing_on_a_kwok_node_makes_the_appwrapper_unhealthy)
 {
 	queues("", 4, 0, "");
-	create_aw("crash", 1, 0,
-	          "\"steadfast.test/kwok-fail-exit-code\":\"42\","
-	          "\"steadfast.test/kwok-fail-message\":\"out of cheese\","
-	          "\"steadfast.test/kwok-run-for\":\"1s\"",
-	          "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"0\","
-	          "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\"",
-	          NULL);
+	sf_obj_unref(create_aw("crash", 1, 0,
+	                       "\"steadfast.test/kwok-fail-exit-code\":\"42\","
+	                       "\"steadfast.test/kwok-fail-message\":\"out of cheese\","
+	                       "\"steadfast.test/kwok-run-for\":\"1s\"",
+	                       "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"0\","
+	                       "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\"",
+	                       NULL));
 	tl_aw_wait_phase(&W, "crash", "Failed", 60000);
 	char reason[TL_AW_REASON_LEN] = "", msg[TL_AW_MESSAGE_LEN] = "";
 	cr_assert_str_eq(tl_aw_cond(&W, "crash", "Unhealthy", reason, msg), "True");
