@@ -204,7 +204,7 @@ ready=[n for n in items if any(c["type"]=="Ready" and c["status"]=="True" for c 
 sys.exit(0 if len(ready)==len(items)>=int(sys.argv[1]) else 1)' "$kwok_nodes"
 }
 wait_until "$kwok_nodes kwok nodes Ready and untainted" 60 kwok nodes_ready || die "kwok nodes not Ready"
-log "kwok ready, $kwok_nodes nodes Ready ($(elapsed))"
+log "kwok ready, $kwok_nodes nodes Ready and schedulable ($(elapsed))"
 
 current=kueue
 kueue_ready() { [ "$(curl -sS --max-time 2 "http://127.0.0.1:$kueue_health_port/readyz")" = ok ]; }
