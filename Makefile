@@ -123,8 +123,9 @@ image: $(DEPS_STAMP)
 unit: $(UNIT_BIN)
 	@RESULTS=$(O)/test-results tools/run-tests.sh unit $(UNIT_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
 
+# Also kube-scheduler, Kueue and kwok: the kueue integration suite runs them.
 cluster-build: $(DEPS_STAMP)
-	@test/cluster/build.sh >/dev/null
+	@test/cluster/build.sh --kueue >/dev/null
 
 cluster-up: cluster-build
 	@test/cluster/up.sh $(CLUSTER_DIR)

@@ -2,7 +2,8 @@
 # Installs what building and testing Steadfast needs, only when missing:
 # the Debian packages (libcurl GnuTLS flavour, yajl, libyaml, GnuTLS, libuv,
 # criterion, pkg-config, clang and its libFuzzer runtime, openssl, python3,
-# podman, runc and mmdebstrap for the image and its tests),
+# podman, runc and mmdebstrap for the image and its tests, python3-yaml and
+# util-linux's unshare for the KUEUE=true test control plane),
 # and a Go toolchain new enough for the pinned Kubernetes release.
 set -euo pipefail
 
@@ -11,7 +12,7 @@ pkgs=(
 	build-essential pkg-config libcurl4-gnutls-dev libyajl-dev libyaml-dev
 	libgnutls28-dev libuv1-dev libcriterion-dev clang libclang-rt-14-dev
 	clang-format cppcheck openssl python3 curl ca-certificates git
-	podman runc mmdebstrap
+	podman runc mmdebstrap python3-yaml util-linux
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -4,50 +4,125 @@
 # test/cluster/build/go.mod, and caches them outside the checkout so only the
 # first build on a machine pays. Prints the cache directory on stdout.
 #
-#   test/cluster/build.sh            build if missing, print the directory
-#   test/cluster/build.sh --print    print the directory only
+# With --kueue it also builds what `KUEUE=true up.sh` runs: kube-scheduler
+# (same pinned Kubernetes, so it mostly reuses compiled packages), Kueue
+# (test/cluster/kueue/go.mod) and kwok (test/cluster/kwok/go.mod). Those two
+# have build modules of their own because their k8s.io/* versions differ
+# from the control plane's, and cache directories of their own.
+#
+#   test/cluster/build.sh              build the control plane if missing, print its directory
+#   test/cluster/build.sh --kueue      also kube-scheduler, Kueue and kwok
+#   test/cluster/build.sh --print [WHAT]
+#       print a directory only; WHAT: cluster (default), kueue, kwok, or
+#       kueue-module / kwok-module (the module's source in the Go module
+#       cache, downloaded if absent: Kueue's CRDs and webhook configurations,
+#       kwok's node stages are read from there)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-K8S_VERSION=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$here/build/go.mod")
-ETCD_VERSION=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$here/build/go.mod")
+# modver SUBDIR MODULE: the version go.mod in SUBDIR requires.
+modver() {
+  awk -v m="$2" '$1==m {print $2; exit} $1=="require" && $2==m {print $3; exit}' "$here/$1/go.mod"
+}
+K8S_VERSION=$(modver build k8s.io/kubernetes)
+ETCD_VERSION=$(modver build go.etcd.io/etcd/server/v3)
+KUEUE_VERSION=$(modver kueue sigs.k8s.io/kueue)
+KWOK_VERSION=$(modver kwok sigs.k8s.io/kwok)
+for v in K8S_VERSION ETCD_VERSION KUEUE_VERSION KWOK_VERSION; do
+  [ -n "${!v}" ] || { echo "build.sh: no $v in test/cluster/*/go.mod" >&2; exit 1; }
+done
 cache=${STEADFAST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/steadfast}
 dir="$cache/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
+kueue_dir="$cache/kueue-$KUEUE_VERSION"
+kwok_dir="$cache/kwok-$KWOK_VERSION"
 
-if [ "${1:-}" = "--print" ]; then echo "$dir"; exit 0; fi
+# module_dir SUBDIR MODULE: the module's source directory in the module cache.
+module_dir() {
+  local d
+  d=$(cd "$here/$1" && GOFLAGS=-mod=mod go mod download -json "$2" | awk -F'"' '$2=="Dir"{print $4; exit}')
+  [ -n "$d" ] && [ -d "$d" ] || { echo "build.sh: could not find module $2 (go mod download in $here/$1)" >&2; return 1; }
+  echo "$d"
+}
 
-bins="etcd kube-apiserver kube-controller-manager"
+if [ "${1:-}" = "--print" ]; then
+  case ${2:-cluster} in
+    cluster) echo "$dir" ;;
+    kueue) echo "$kueue_dir" ;;
+    kwok) echo "$kwok_dir" ;;
+    kueue-module) module_dir kueue sigs.k8s.io/kueue ;;
+    kwok-module) module_dir kwok sigs.k8s.io/kwok ;;
+    *) echo "build.sh: --print takes cluster, kueue, kwok, kueue-module or kwok-module" >&2; exit 64 ;;
+  esac
+  exit 0
+fi
+with_kueue=false
+case ${1:-} in
+  "") ;;
+  --kueue) with_kueue=true ;;
+  *) echo "usage: build.sh [--kueue | --print [WHAT]]" >&2; exit 64 ;;
+esac
+
+# Every binary as TARGET-PATH:BUILD-MODULE:PACKAGE.
+targets=""
+for b in etcd kube-apiserver kube-controller-manager; do
+  case $b in
+    etcd) targets="$targets $dir/etcd:build:go.etcd.io/etcd/server/v3" ;;
+    *) targets="$targets $dir/$b:build:k8s.io/kubernetes/cmd/$b" ;;
+  esac
+done
+if [ "$with_kueue" = true ]; then
+  targets="$targets $dir/kube-scheduler:build:k8s.io/kubernetes/cmd/kube-scheduler"
+  targets="$targets $kueue_dir/kueue:kueue:sigs.k8s.io/kueue/cmd/kueue"
+  targets="$targets $kwok_dir/kwok:kwok:sigs.k8s.io/kwok/cmd/kwok"
+fi
 missing=""
-for b in $bins; do [ -x "$dir/$b" ] || missing="$missing $b"; done
+for t in $targets; do [ -x "${t%%:*}" ] || missing="$missing $t"; done
 if [ -z "$missing" ]; then echo "$dir"; exit 0; fi
 
 command -v go >/dev/null || { echo "build.sh: go not found (run make deps)" >&2; exit 1; }
 mkdir -p "$dir"
-lock="$dir/.lock"
-exec 9>"$lock"
+# One lock for every build (the control plane's, as before): they share the
+# Go build cache and two cores.
+exec 9>"$dir/.lock"
 flock 9
-cd "$here/build"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 start=$(date +%s)
 say() { echo "[cluster-build $(( $(date +%s) - start ))s] $*" >&2; }
-say "building$missing (kubernetes $K8S_VERSION, etcd $ETCD_VERSION) into $dir; a cold build takes 10-25 min on 2 cores"
-say "downloading modules"
-go mod download >&2
-for b in $missing; do
-  [ -x "$dir/$b" ] && continue
-  case $b in
-    etcd) pkg=go.etcd.io/etcd/server/v3; ver="" ;;
-    *) pkg=k8s.io/kubernetes/cmd/$b
-       # Without these the server reports v0.0.0 on /version.
-       v=k8s.io/component-base/version
-       ver="-X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=1 -X $v.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X $v.gitTreeState=clean" ;;
+say "building$(for t in $missing; do printf ' %s' "$(basename "${t%%:*}")"; done) into $cache; a cold build takes 10-25 min on 2 cores, Kueue alone about 10"
+downloaded=""
+for t in $missing; do
+  out=${t%%:*}
+  rest=${t#*:}
+  mod=${rest%%:*}
+  pkg=${rest#*:}
+  b=$(basename "$out")
+  [ -x "$out" ] && continue
+  case " $downloaded " in
+    *" $mod "*) ;;
+    *) say "downloading modules of test/cluster/$mod"
+       (cd "$here/$mod" && go mod download) >&2
+       downloaded="$downloaded $mod" ;;
   esac
-  say "compiling $b ($pkg)"
+  case $b in
+    etcd) ver="" ;;
+    kueue)
+      # Without these Kueue logs gitVersion v0.0.0-main.
+      v=sigs.k8s.io/kueue/pkg/version
+      ver="-X $v.GitVersion=$KUEUE_VERSION -X $v.GitCommit=$KUEUE_VERSION" ;;
+    kwok)
+      ver="-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" ;;
+    *)
+      # Without these the server reports v0.0.0 on /version.
+      v=k8s.io/component-base/version
+      ver="-X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=1 -X $v.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X $v.gitTreeState=clean" ;;
+  esac
+  mkdir -p "$(dirname "$out")"
+  say "compiling $b ($pkg, module test/cluster/$mod)"
   # -v lists each package as it is compiled: that is the progress shown.
-  go build -trimpath -ldflags="-s -w $ver" -o "$dir/$b.tmp" -v "$pkg" 2>&1 \
+  (cd "$here/$mod" && go build -trimpath -ldflags="-s -w $ver" -o "$out.tmp" -v "$pkg") 2>&1 \
     | awk -v b="$b" '{n++; if (n % 100 == 0) printf "[cluster-build] %s: %d packages compiled\n", b, n > "/dev/stderr"}'
   [ "${PIPESTATUS[0]}" = 0 ] || { say "FAILED building $b"; exit 1; }
-  mv "$dir/$b.tmp" "$dir/$b"
+  mv "$out.tmp" "$out"
   say "built $b"
 done
 say "done"

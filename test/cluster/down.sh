@@ -33,7 +33,7 @@ exec 8<"$dir"
 flock -w 15 8 || log "state dir still locked after 15 s; stopping anyway"
 
 rc=0
-for c in kube-controller-manager kube-apiserver etcd etcd-leases; do
+for c in $ALL_COMPONENTS; do
   stop_component "$c" "$dir" || rc=1
 done
 [ "$rc" = 0 ] || die "some processes could not be stopped; keeping $dir"

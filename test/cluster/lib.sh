@@ -13,15 +13,25 @@
 CLUSTER_MARKER=.steadfast-cluster
 CLUSTER_COMPONENTS="etcd kube-apiserver kube-controller-manager"
 
+# What KUEUE=true adds, in start order.
+KUEUE_COMPONENTS="kube-scheduler kwok kueue"
+# Every component any cluster may have, in stop order.
+ALL_COMPONENTS="kueue kwok kube-scheduler kube-controller-manager kube-apiserver etcd etcd-leases"
+
 # The components of state dir $1: CLUSTER_COMPONENTS, plus etcd-leases when
-# the cluster was started with LEASE_ETCD=true.
+# the cluster was started with LEASE_ETCD=true and KUEUE_COMPONENTS with
+# KUEUE=true.
 cluster_components() {
-  local c=$CLUSTER_COMPONENTS
+  local c=$CLUSTER_COMPONENTS k
   [ -f "$1/cmd/etcd-leases.args" ] && c="etcd-leases $c"
+  for k in $KUEUE_COMPONENTS; do
+    [ -f "$1/cmd/$k.args" ] && c="$c $k"
+  done
   echo "$c"
 }
 
-# The binary a component runs (etcd-leases is a second etcd).
+# The binary a component runs (etcd-leases is a second etcd; kueue starts
+# as kueue-exec.sh, which execs the kueue binary in place).
 component_binary() {
   case $1 in
     etcd-leases) echo etcd ;;

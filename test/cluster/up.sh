@@ -16,6 +16,11 @@
 # LEASE_ETCD=true runs a second etcd for coordination.k8s.io/leases
 # (--etcd-servers-overrides, as large clusters do): Lease resourceVersions
 # then come from another revision counter than everything else's.
+# KUEUE=true also starts kube-scheduler, kwok (fake nodes labelled
+# type=kwok, pod lifecycles from kwok-pod-stages.yaml; KWOK_NODES of them,
+# default 2, are created here) and Kueue (AppWrapper and batch/job
+# integrations, its CRDs and webhooks installed, the webhooks served on
+# 127.0.0.1), after installing the AppWrapper CRD (README.md).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +28,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 dir=$(cluster_state_dir "${1:-}")
 t0=$(now_ms)
+kueue=false
+case ${KUEUE:-} in
+  "" | false) ;;
+  true) kueue=true ;;
+  *) die "KUEUE must be true or false, not '$KUEUE'" ;;
+esac
 elapsed() { awk -v ms=$(( $(now_ms) - t0 )) 'BEGIN{printf "%.1fs", ms/1000}'; }
 
 # Sets $running and $stopped to the components up / not up in $dir.
@@ -37,6 +48,9 @@ exit_if_running() {
   [ -f "$dir/$CLUSTER_MARKER" ] && [ -f "$dir/env" ] || return 0
   survey
   [ -z "$stopped" ] || return 0
+  if [ "$kueue" = true ] && [ ! -f "$dir/cmd/kueue.args" ]; then
+    die "a cluster without Kueue is running in $dir; run $here/down.sh $dir first"
+  fi
   log "cluster already running in $dir ($(env_value "$dir" STEADFAST_APISERVER)); nothing to do"
   log "use: . $dir/env"
   exit 0
@@ -65,6 +79,11 @@ elif [ -n "$(ls -A "$dir")" ]; then
   die "$dir is not empty and is not a cluster state directory; refusing to use it"
 fi
 
+if [ "$kueue" = true ]; then
+  command -v unshare >/dev/null || die "KUEUE=true needs unshare (util-linux)"
+  python3 -c 'import yaml' 2>/dev/null || die "KUEUE=true needs python3-yaml (make deps)"
+  "$here/build.sh" --kueue >/dev/null || die "building kube-scheduler, Kueue or kwok failed"
+fi
 bin=$("$here/build.sh") || die "building the control-plane binaries failed"
 for b in $CLUSTER_COMPONENTS; do
   [ -x "$bin/$b" ] || die "missing $bin/$b"
@@ -138,7 +157,9 @@ port_clash() { tail -c +$(( $2 + 1 )) "$dir/logs/$1.log" 2>/dev/null | grep -q '
 # RSA keys are generated in parallel (the slow part), then signed by the CA.
 make_pki() {
   local k pids=() p
-  for k in ca apiserver admin lowpriv controller-manager sa; do
+  local keys="ca apiserver admin lowpriv controller-manager sa"
+  if [ "$kueue" = true ]; then keys="$keys scheduler loopback"; fi
+  for k in $keys; do
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
       -out "$pki/$k.key" 2>"$pki/$k.err" &
     pids+=($!)
@@ -156,6 +177,12 @@ make_pki() {
   issue admin "/O=system:masters/CN=steadfast-admin" "$client_ext"
   issue lowpriv "/CN=steadfast-lowpriv" "$client_ext"
   issue controller-manager "/CN=system:kube-controller-manager" "$client_ext"
+  if [ "$kueue" = true ]; then
+    issue scheduler "/CN=system:kube-scheduler" "$client_ext"
+    # Served on 127.0.0.1 by kube-scheduler and by Kueue (webhooks, metrics).
+    issue loopback "/CN=steadfast-loopback" \
+      "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1"
+  fi
   openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null \
     || die "openssl: service-account public key failed"
   log "PKI written to $pki"
@@ -412,9 +439,18 @@ log "RBAC for steadfast-lowpriv and the controller manager created"
 
 # ------------------------------------------------- kube-controller-manager
 current=kube-controller-manager
+kcm_controllers=garbage-collector-controller,job-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller
+kcm_extra=()
+if [ "$kueue" = true ]; then
+  # kube-apiserver taints every new node not-ready; the node lifecycle
+  # controller lifts that once the node (kwok) reports Ready, and checks
+  # every second, so a test's node is schedulable soon after.
+  kcm_controllers="$kcm_controllers,node-lifecycle-controller"
+  kcm_extra+=(--node-monitor-period=1s)
+fi
 save_args kube-controller-manager "$dir" "$bin/kube-controller-manager" \
   --kubeconfig="$dir/controller-manager.kubeconfig" \
-  --controllers=garbage-collector-controller,job-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller \
+  --controllers="$kcm_controllers" \
   --use-service-account-credentials=false \
   --service-account-private-key-file="$pki/sa.key" \
   --root-ca-file="$pki/ca.crt" \
@@ -422,7 +458,8 @@ save_args kube-controller-manager "$dir" "$bin/kube-controller-manager" \
   --secure-port=0 \
   --kube-api-qps=100 \
   --kube-api-burst=200 \
-  --v=1
+  --v=1 \
+  ${kcm_extra[@]+"${kcm_extra[@]}"}
 start_component kube-controller-manager "$dir"
 started="kube-controller-manager $started"
 log "kube-controller-manager starting (pid $(recorded_pid kube-controller-manager "$dir"))"
@@ -435,6 +472,9 @@ until [ "$(admin_curl "$dir" -o /dev/null -w '%{http_code}' \
   sleep 0.2
 done
 log "ServiceAccount default/default exists ($(elapsed))"
+
+kueue_env=()
+if [ "$kueue" = true ]; then . "$here/up-kueue.sh"; fi
 
 # ------------------------------------------------------------------- env file
 {
@@ -453,7 +493,8 @@ log "ServiceAccount default/default exists ($(elapsed))"
     "STEADFAST_SA_KEY=$pki/sa.key" \
     "STEADFAST_SA_PUB=$pki/sa.pub" \
     "STEADFAST_SA_ISSUER=https://kubernetes.default.svc" \
-    "STEADFAST_CLUSTER_DIR=$dir"; do
+    "STEADFAST_CLUSTER_DIR=$dir" \
+    ${kueue_env[@]+"${kueue_env[@]}"}; do
     printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
   done
 } >"$dir/env.tmp"
