@@ -9,7 +9,9 @@
  * checks that no admission webhook for AppWrappers is registered either.
  * The last test runs a controller under the policies through a whole
  * lifecycle (its and Kueue's writes pass them), kills it, and shows
- * admission unchanged.
+ * admission unchanged. Kueue's admission patch is played there, at a
+ * chosen moment: the subject is that the policies let such an update
+ * through, not queueing (suite kueue runs the real Kueue).
  *
  * Each test installs the manifests' policies under names suffixed with
  * its fresh namespace, bound to that namespace only (a namespaceSelector

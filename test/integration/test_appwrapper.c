@@ -4,7 +4,11 @@
  * kube-controller-manager for Jobs and garbage collection.
  *
  * The test plays Kueue (spec.suspend, podSetInfos) and kubelet (pod
- * status); nothing else is faked. It watches AppWrappers and pods with our
+ * status); nothing else is faked. They are played, not run (the real ones
+ * are in test_kueue.c, suite kueue), because these tests need exact
+ * control of timing: the moment of admission and suspension, when each pod
+ * turns Ready or fails and with which exit code, measured against the
+ * phase machine's grace periods and retry pauses. It watches AppWrappers and pods with our
  * own informer and waits for states with deadlines, never fixed sleeps.
  *
  *   - happy path: a Job completes, the AppWrapper Succeeds, and its

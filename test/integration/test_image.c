@@ -14,6 +14,9 @@
  *     the Lease, answers /readyz, carries a Job AppWrapper from Suspended to
  *     Succeeded, and on SIGTERM (podman stop's signal, as the kubelet's)
  *     releases the Lease and exits 0.
+ * Kueue's admission and the pod's status are played: the subject is the
+ * image, and a real Kueue or kubelet would add nothing to what the
+ * container is asked to do (suite kueue runs the real ones).
  * RBAC is not this test's subject (test_manifests.c runs the binary under
  * exactly the manifests' RBAC); the ServiceAccount here is bound to
  * cluster-admin.

@@ -28,6 +28,9 @@
  *     it refused; the Deployment's pod passes the namespace's restricted
  *     Pod Security level; and the same token is refused what the RBAC does
  *     not grant (another Lease, secrets, nodes, deleting its own Lease).
+ *     Kueue's admission and pod status are played there: the subject is
+ *     the RBAC of each request the controller sends, the same whoever
+ *     admits (suite kueue runs the real Kueue and kwok nodes).
  * The test plays Kueue (spec.suspend) and kubelet (pod status) with
  * tl_aw's helpers, as test_appwrapper.c does, and waits for states with
  * deadlines.
