@@ -37,6 +37,32 @@ typedef struct sf_aw_ft {
 	int64_t retry_pause_ceiling_ms; /* resetPauseCeiling, 1h: cap of the doubling pause */
 } sf_aw_ft;
 
+/* An Autopilot health label that makes a resource unusable on a node:
+ * upstream's resourceTaints entries (v1.Taint: key, value, effect). */
+typedef enum {
+	SF_TAINT_PREFER_NO_SCHEDULE = 1,
+	SF_TAINT_NO_SCHEDULE,
+	SF_TAINT_NO_EXECUTE,
+} sf_taint_effect;
+
+#define SF_AW_MAX_TAINTS 16
+
+typedef struct sf_aw_taint {
+	char resource[254]; /* e.g. nvidia.com/gpu */
+	char key[318];      /* a node label key, e.g. autopilot.ibm.com/gpuhealth */
+	char value[64];     /* a label value, e.g. EVICT */
+	sf_taint_effect effect;
+} sf_aw_taint;
+
+/* appwrapper.autopilot (upstream's AutopilotConfig, defaults on). */
+typedef struct sf_aw_autopilot {
+	int inject_anti_affinities; /* injectAntiAffinities, 1 */
+	int monitor_nodes;          /* monitorNodes, 1 */
+	int prefer_weight;          /* preferNoScheduleWeight, 50 (1-100) */
+	size_t ntaints;             /* resourceTaints, flattened in order */
+	sf_aw_taint taints[SF_AW_MAX_TAINTS];
+} sf_aw_autopilot;
+
 typedef struct sf_aw_config {
 	sf_aw_ft ft;
 	char scheduler_name[254];           /* appwrapper.schedulerName, "" */
@@ -56,12 +82,17 @@ typedef struct sf_aw_config {
 	int user_rbac_admission_check; /* appwrapper.userRBACAdmissionCheck, 1 */
 	int webhooks_enabled;          /* webhooksEnabled, 1 */
 	int cert_management;           /* 1 when certManagement is given (nothing to manage) */
+	sf_aw_autopilot autopilot;     /* appwrapper.autopilot */
+	char slack_queue_name[254];    /* appwrapper.slackQueueName, "" */
 } sf_aw_config;
 
 void sf_awcfg_defaults(sf_aw_config *c);
 /* Reads YAML over c (keys absent keep their value). Keys upstream accepts
- * but Steadfast does not use (autopilot, slackQueueName, ...) are
- * accepted, type-checked at their top and ignored; certManagement's keys
+ * but Steadfast does not use (kueueJobReconciller's waitForPodsReady, ...)
+ * are accepted, type-checked at their top and ignored; autopilot's keys
+ * are read and checked one by one (a resource under resourceTaints
+ * replaces its default taints, others keep theirs, as encoding/json fills
+ * upstream's default map), though only read so far (README.md); certManagement's keys
  * are type-checked one by one (upstream's, all strings); anything else is an error naming the full
  * dotted key path
  * ("appwrapper.faultTolerance.foo: unknown key"), as are wrong types and

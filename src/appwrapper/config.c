@@ -311,6 +311,23 @@ void sf_awcfg_defaults(sf_aw_config *c)
 	c->leader_election = 0;
 	c->user_rbac_admission_check = 1;
 	c->webhooks_enabled = 1;
+	/* upstream's: GPUs on nodes Autopilot labels WARN, TESTING or EVICT */
+	c->autopilot.inject_anti_affinities = 1;
+	c->autopilot.monitor_nodes = 1;
+	c->autopilot.prefer_weight = 50;
+	static const struct {
+		const char *value;
+		sf_taint_effect effect;
+	} gpu[] = {{"WARN", SF_TAINT_PREFER_NO_SCHEDULE},
+	           {"TESTING", SF_TAINT_NO_SCHEDULE},
+	           {"EVICT", SF_TAINT_NO_EXECUTE}};
+	for (size_t i = 0; i < sizeof(gpu) / sizeof(gpu[0]); i++) {
+		sf_aw_taint *t = &c->autopilot.taints[c->autopilot.ntaints++];
+		snprintf(t->resource, sizeof(t->resource), "nvidia.com/gpu");
+		snprintf(t->key, sizeof(t->key), "autopilot.ibm.com/gpuhealth");
+		snprintf(t->value, sizeof(t->value), "%s", gpu[i].value);
+		t->effect = gpu[i].effect;
+	}
 }
 
 int sf_awcfg_validate(const sf_aw_config *c, char *err, size_t errlen)
@@ -365,6 +382,12 @@ int sf_awcfg_validate(const sf_aw_config *c, char *err, size_t errlen)
 		        fmt_ms(ft->retry_pause_ceiling_ms, a), fmt_ms(ft->grace_ceiling_ms, b));
 		return -EINVAL;
 	}
+	/* the weight of a preferred scheduling term (the API server's range) */
+	if (c->autopilot.prefer_weight < 1 || c->autopilot.prefer_weight > 100) {
+		sf_errf(err, errlen, "autopilot.preferNoScheduleWeight %d is outside 1-100",
+		        c->autopilot.prefer_weight);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -410,6 +433,7 @@ typedef enum {
 	F_IGN_STR,
 	F_IGN_OBJ,
 	F_IGN_ARR,
+	F_TAINTS, /* autopilot.resourceTaints */
 } field_kind;
 
 typedef struct field {
@@ -452,15 +476,23 @@ static const field kjr_fields[] = {
     END,
 };
 
+static const field autopilot_fields[] = {
+    FLD("injectAntiAffinities", F_BOOL, autopilot.inject_anti_affinities),
+    FLD("monitorNodes", F_BOOL, autopilot.monitor_nodes),
+    FLD("resourceTaints", F_TAINTS, autopilot),
+    FLD("preferNoScheduleWeight", F_INT32, autopilot.prefer_weight),
+    END,
+};
+
 static const field aw_fields[] = {
     FLD("enableKueueIntegrations", F_BOOL, enable_kueue_integrations),
     SUB("kueueJobReconciller", kjr_fields),
-    IGN("autopilot", F_IGN_OBJ),
+    SUB("autopilot", autopilot_fields),
     FLD("userRBACAdmissionCheck", F_BOOL, user_rbac_admission_check),
     SUB("faultTolerance", ft_fields),
     STR("schedulerName", scheduler_name),
     STR("defaultQueueName", default_queue_name),
-    IGN("slackQueueName", F_IGN_STR),
+    STR("slackQueueName", slack_queue_name),
     END,
 };
 
@@ -573,6 +605,153 @@ static int load_duration(loader *ld, sf_jv v, int64_t *ms)
 	return 0;
 }
 
+/* A label key: an optional DNS-subdomain prefix and '/', then a name of
+ * at most 63 characters, alphanumeric at both ends, [-_.] inside. */
+static int label_name_ok(const char *n, size_t len)
+{
+	if (len == 0 || len > 63)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char ch = n[i];
+		int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		            (ch >= '0' && ch <= '9');
+		if (!alnum && ((i == 0 || i == len - 1) || (ch != '-' && ch != '_' && ch != '.')))
+			return 0;
+	}
+	return 1;
+}
+
+static int label_key_ok(const char *k)
+{
+	const char *slash = strchr(k, '/');
+	if (!slash)
+		return label_name_ok(k, strlen(k));
+	size_t plen = (size_t)(slash - k);
+	if (plen == 0 || plen > 253)
+		return 0;
+	for (size_t i = 0; i < plen; i++)
+		if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') || k[i] == '-' ||
+		      k[i] == '.'))
+			return 0;
+	return label_name_ok(slash + 1, strlen(slash + 1));
+}
+
+static int label_value_ok(const char *v)
+{
+	return *v == 0 || label_name_ok(v, strlen(v));
+}
+
+/* One taint {key, value, effect[, timeAdded]} of resource res into t. */
+static int load_taint(loader *ld, sf_jv v, const char *res, sf_aw_taint *t)
+{
+	if (sf_jv_type(v) != SF_JSON_OBJECT)
+		return type_err(ld, v, "a mapping (key, value, effect)");
+	memset(t, 0, sizeof(*t));
+	snprintf(t->resource, sizeof(t->resource), "%s", res);
+	size_t plen = strlen(ld->path);
+	sf_jv_iter it = sf_jv_iter_init(v);
+	sf_jv k, x;
+	while (sf_jv_next(&it, &k, &x)) {
+		char key[64], val[400];
+		if (sf_jv_str(k, key, sizeof(key)) < 0)
+			snprintf(key, sizeof(key), "?");
+		snprintf(ld->path + plen, sizeof(ld->path) - plen, ".%s", key);
+		int known = !strcmp(key, "key") || !strcmp(key, "value") ||
+		            !strcmp(key, "effect") || !strcmp(key, "timeAdded");
+		if (!known) {
+			sf_errf(ld->err, ld->errlen, "%s: unknown key", ld->path);
+			return -EINVAL;
+		}
+		if (sf_jv_type(x) == SF_JSON_NULL) {
+			ld->path[plen] = 0;
+			continue;
+		}
+		if (sf_jv_type(x) != SF_JSON_STRING)
+			return type_err(ld, x, "a string");
+		if (sf_jv_str(x, val, sizeof(val)) < 0)
+			val[0] = 1; /* too long: refused below */
+		if (!strcmp(key, "key")) {
+			if (!label_key_ok(val)) {
+				sf_errf(ld->err, ld->errlen, "%s: not a node label key", ld->path);
+				return -EINVAL;
+			}
+			snprintf(t->key, sizeof(t->key), "%s", val);
+		} else if (!strcmp(key, "value")) {
+			if (!label_value_ok(val)) {
+				sf_errf(ld->err, ld->errlen, "%s: not a label value", ld->path);
+				return -EINVAL;
+			}
+			snprintf(t->value, sizeof(t->value), "%s", val);
+		} else if (!strcmp(key, "effect")) {
+			t->effect = !strcmp(val, "PreferNoSchedule") ? SF_TAINT_PREFER_NO_SCHEDULE
+			            : !strcmp(val, "NoSchedule")     ? SF_TAINT_NO_SCHEDULE
+			            : !strcmp(val, "NoExecute")      ? SF_TAINT_NO_EXECUTE
+			                                             : 0;
+			if (!t->effect) {
+				sf_errf(ld->err, ld->errlen,
+				        "%s: want PreferNoSchedule, NoSchedule or NoExecute",
+				        ld->path);
+				return -EINVAL;
+			}
+		}
+		ld->path[plen] = 0;
+	}
+	if (!t->key[0] || !t->effect) {
+		sf_errf(ld->err, ld->errlen, "%s: needs a key and an effect", ld->path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* resourceTaints: resource -> sequence of taints. A resource named here
+ * replaces its taints; the others keep theirs (encoding/json into the
+ * default map, as upstream loads it). */
+static int load_taints(loader *ld, sf_jv v, sf_aw_autopilot *ap)
+{
+	if (sf_jv_type(v) != SF_JSON_OBJECT)
+		return type_err(ld, v, "a mapping of resource names to taints");
+	size_t plen = strlen(ld->path);
+	sf_jv_iter it = sf_jv_iter_init(v);
+	sf_jv k, list;
+	while (sf_jv_next(&it, &k, &list)) {
+		char res[254];
+		if (sf_jv_str(k, res, sizeof(res)) <= 0 || !label_key_ok(res)) {
+			snprintf(ld->path + plen, sizeof(ld->path) - plen, ".%.*s",
+			         (int)(k.n > 80 ? 80 : k.n), k.p);
+			sf_errf(ld->err, ld->errlen, "%s: not a resource name", ld->path);
+			return -EINVAL;
+		}
+		snprintf(ld->path + plen, sizeof(ld->path) - plen, ".%s", res);
+		if (sf_jv_type(list) != SF_JSON_ARRAY && sf_jv_type(list) != SF_JSON_NULL)
+			return type_err(ld, list, "a sequence of taints");
+		/* drop this resource's entries, keep the others' order */
+		size_t w = 0;
+		for (size_t i = 0; i < ap->ntaints; i++)
+			if (strcmp(ap->taints[i].resource, res) != 0)
+				ap->taints[w++] = ap->taints[i];
+		ap->ntaints = w;
+		memset(&ap->taints[w], 0, (SF_AW_MAX_TAINTS - w) * sizeof(ap->taints[0]));
+		size_t rplen = strlen(ld->path);
+		sf_jv_iter ti = sf_jv_iter_init(list);
+		sf_jv t;
+		size_t idx = 0;
+		while (sf_jv_next(&ti, NULL, &t)) {
+			snprintf(ld->path + rplen, sizeof(ld->path) - rplen, "[%zu]", idx++);
+			if (ap->ntaints == SF_AW_MAX_TAINTS) {
+				sf_errf(ld->err, ld->errlen, "%s: more than %d taints in all",
+				        ld->path, SF_AW_MAX_TAINTS);
+				return -EINVAL;
+			}
+			int rc = load_taint(ld, t, res, &ap->taints[ap->ntaints]);
+			if (rc < 0)
+				return rc;
+			ap->ntaints++;
+		}
+		ld->path[plen] = 0;
+	}
+	return 0;
+}
+
 static int load_value(loader *ld, sf_jv v, const field *f)
 {
 	sf_json_type t = sf_jv_type(v);
@@ -627,6 +806,7 @@ static int load_value(loader *ld, sf_jv v, const field *f)
 	case F_IGN_STR: return t == SF_JSON_STRING ? 0 : type_err(ld, v, "a string");
 	case F_IGN_OBJ: return t == SF_JSON_OBJECT ? 0 : type_err(ld, v, "a mapping");
 	case F_IGN_ARR: return t == SF_JSON_ARRAY ? 0 : type_err(ld, v, "a sequence");
+	case F_TAINTS: return load_taints(ld, v, (sf_aw_autopilot *)(void *)base);
 	}
 	return -EINVAL;
 }

@@ -413,6 +413,15 @@ Test(awconfig, yaml_upstream_generated)
 	sf_awcfg_defaults(&want);
 	want.cert_management = 1; /* present in the file */
 	want.metrics_secure = 0;  /* secureServing: false */
+	/* its resourceTaints replace the GPU's three defaults with one */
+	memset(want.autopilot.taints, 0, sizeof(want.autopilot.taints));
+	want.autopilot.ntaints = 1;
+	snprintf(want.autopilot.taints[0].resource, sizeof(want.autopilot.taints[0].resource),
+	         "nvidia.com/gpu");
+	snprintf(want.autopilot.taints[0].key, sizeof(want.autopilot.taints[0].key),
+	         "autopilot.ibm.com/gpuhealth");
+	snprintf(want.autopilot.taints[0].value, sizeof(want.autopilot.taints[0].value), "ERR");
+	want.autopilot.taints[0].effect = SF_TAINT_NO_SCHEDULE;
 	cr_expect_eq(memcmp(&c, &want, sizeof(c)), 0);
 }
 
@@ -1002,4 +1011,123 @@ Test(awconfig, retry_pause_doubling)
 	s.retry_pause_ms = 15 * 60 * 1000;
 	cr_expect_eq(sf_aw_retry_pause_ms(&s, &c, 2), 3600 * 1000);
 	cr_expect_eq(sf_aw_retry_pause_ms(&s, &c, 1), 30 * 60 * 1000);
+}
+
+Test(awconfig, autopilot_defaults_are_upstreams)
+{
+	sf_aw_config c;
+	sf_awcfg_defaults(&c);
+	const sf_aw_autopilot *ap = &c.autopilot;
+	cr_assert(ap->inject_anti_affinities && ap->monitor_nodes);
+	cr_assert_eq(ap->prefer_weight, 50);
+	cr_assert_eq(ap->ntaints, 3);
+	static const char *const values[] = {"WARN", "TESTING", "EVICT"};
+	static const sf_taint_effect effects[] = {SF_TAINT_PREFER_NO_SCHEDULE,
+	                                          SF_TAINT_NO_SCHEDULE, SF_TAINT_NO_EXECUTE};
+	for (size_t i = 0; i < 3; i++) {
+		cr_assert_str_eq(ap->taints[i].resource, "nvidia.com/gpu");
+		cr_assert_str_eq(ap->taints[i].key, "autopilot.ibm.com/gpuhealth");
+		cr_assert_str_eq(ap->taints[i].value, values[i]);
+		cr_assert_eq(ap->taints[i].effect, effects[i]);
+	}
+	cr_assert_str_empty(c.slack_queue_name);
+}
+
+Test(awconfig, autopilot_keys_are_read)
+{
+	sf_aw_config c;
+	char err[256] = "";
+	sf_awcfg_defaults(&c);
+	static const char yaml[] = "appwrapper:\n"
+	                           "  slackQueueName: slack-cq\n"
+	                           "  autopilot:\n"
+	                           "    injectAntiAffinities: false\n"
+	                           "    monitorNodes: false\n"
+	                           "    preferNoScheduleWeight: 7\n"
+	                           "    resourceTaints:\n"
+	                           "      example.com/fpga:\n"
+	                           "      - {key: health.example.com/fpga, value: BAD, effect: NoExecute,"
+	                           " timeAdded: null}\n";
+	cr_assert_eq(load(&c, yaml, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sf_awcfg_validate(&c, err, sizeof(err)), 0, "%s", err);
+	const sf_aw_autopilot *ap = &c.autopilot;
+	cr_assert_not(ap->inject_anti_affinities || ap->monitor_nodes);
+	cr_assert_eq(ap->prefer_weight, 7);
+	cr_assert_str_eq(c.slack_queue_name, "slack-cq");
+	/* a resource of its own: the GPU defaults stay, the new one follows */
+	cr_assert_eq(ap->ntaints, 4);
+	cr_assert_str_eq(ap->taints[0].resource, "nvidia.com/gpu");
+	cr_assert_str_eq(ap->taints[3].resource, "example.com/fpga");
+	cr_assert_str_eq(ap->taints[3].key, "health.example.com/fpga");
+	cr_assert_str_eq(ap->taints[3].value, "BAD");
+	cr_assert_eq(ap->taints[3].effect, SF_TAINT_NO_EXECUTE);
+	/* naming the GPU replaces its three; an empty list removes them */
+	cr_assert_eq(load(&c, "appwrapper:\n  autopilot:\n    resourceTaints:\n"
+	                      "      nvidia.com/gpu: []\n",
+	                  err, sizeof(err)),
+	             0, "%s", err);
+	cr_assert_eq(ap->ntaints, 1);
+	cr_assert_str_eq(ap->taints[0].resource, "example.com/fpga");
+}
+
+Test(awconfig, autopilot_errors_name_the_key)
+{
+	static const struct {
+		const char *yaml, *err;
+	} bad[] = {
+	    {"appwrapper:\n  autopilot:\n    monitorNodes: 3\n",
+	     "appwrapper.autopilot.monitorNodes: expected a boolean"},
+	    {"appwrapper:\n  autopilot:\n    evictNodes: true\n",
+	     "appwrapper.autopilot.evictNodes: unknown key"},
+	    {"appwrapper:\n  autopilot:\n    resourceTaints: [a]\n",
+	     "appwrapper.autopilot.resourceTaints: expected a mapping of resource names"},
+	    {"appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu: {key: a}\n",
+	     "appwrapper.autopilot.resourceTaints.nvidia.com/gpu: expected a sequence of taints"},
+	    {"appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu:\n"
+	     "      - {key: a, value: b, effect: Evict}\n",
+	     "appwrapper.autopilot.resourceTaints.nvidia.com/gpu[0].effect: want PreferNoSchedule,"
+	     " NoSchedule or NoExecute"},
+	    {"appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu:\n"
+	     "      - {value: b, effect: NoExecute}\n",
+	     "appwrapper.autopilot.resourceTaints.nvidia.com/gpu[0]: needs a key and an effect"},
+	    {"appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu:\n"
+	     "      - {key: 'bad key', value: b, effect: NoExecute}\n",
+	     "appwrapper.autopilot.resourceTaints.nvidia.com/gpu[0].key: not a node label key"},
+	    {"appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu:\n"
+	     "      - {key: a, value: 'not ok!', effect: NoExecute}\n",
+	     "appwrapper.autopilot.resourceTaints.nvidia.com/gpu[0].value: not a label value"},
+	    {"appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu:\n"
+	     "      - {key: a, value: b, effect: NoExecute, color: red}\n",
+	     "appwrapper.autopilot.resourceTaints.nvidia.com/gpu[0].color: unknown key"},
+	    {"appwrapper:\n  slackQueueName: 5\n", "appwrapper.slackQueueName: expected a string"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sf_aw_config c, before;
+		char err[256] = "";
+		sf_awcfg_defaults(&c);
+		before = c;
+		cr_assert_eq(load(&c, bad[i].yaml, err, sizeof(err)), -EINVAL, "%s", bad[i].yaml);
+		cr_assert(strstr(err, bad[i].err), "%s: got \"%s\", want \"%s\"", bad[i].yaml, err,
+		          bad[i].err);
+		cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "changed on error: %s", bad[i].yaml);
+	}
+	/* more than 16 taints in all */
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	sf_buf_puts(&b, "appwrapper:\n  autopilot:\n    resourceTaints:\n      x.io/r:\n");
+	for (int i = 0; i < 17; i++)
+		sf_buf_printf(&b, "      - {key: k%d, value: v, effect: NoSchedule}\n", i);
+	sf_aw_config c;
+	char err[256] = "";
+	sf_awcfg_defaults(&c);
+	cr_assert_eq(load(&c, b.data, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "more than 16 taints"), "%s", err);
+	sf_buf_free(&b);
+	/* the weight is a preferred term's: 1-100 */
+	sf_awcfg_defaults(&c);
+	cr_assert_eq(load(&c, "appwrapper:\n  autopilot:\n    preferNoScheduleWeight: 0\n", err,
+	                  sizeof(err)),
+	             0, "%s", err);
+	cr_assert_eq(sf_awcfg_validate(&c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "autopilot.preferNoScheduleWeight 0 is outside 1-100"), "%s", err);
 }
