@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "steadfast/awapi.h"
+#include "steadfast/awconfig.h"
 #include "steadfast/jdoc.h"
 #include "steadfast/json.h"
 
@@ -106,8 +107,16 @@ sf_jd *sf_awc_podset_to_jd(const sf_awc_podset *ps);
  *     annotations and spec.nodeSelector the info's entries; an existing key
  *     with another value is an error naming the key;
  *   - tolerations are appended; scheduling gates appended unless one of
- *     the same name is there; spec.schedulerName is set to scheduler_name
- *     when that is non-empty and the template has none;
+ *     the same name is there; spec.schedulerName is set to
+ *     o->scheduler_name when that is non-empty and the template has none;
+ *   - with o->autopilot and its inject_anti_affinities, a pod template
+ *     whose containers or init containers request or limit a non-zero
+ *     amount of a resource in its taints gets node anti-affinity: NotIn
+ *     the NoSchedule and NoExecute label values (per label key, added to
+ *     every nodeSelectorTerm of requiredDuringScheduling..., or to a new
+ *     one), and one preferredDuringScheduling... term of the configured
+ *     weight NotIn the PreferNoSchedule values; the template's own
+ *     affinity is kept (upstream's injectAntiAffinities);
  * and finally metadata.ownerReferences with the AppWrapper as controller
  * (an existing controller that is not this AppWrapper is an error).
  *
@@ -117,7 +126,11 @@ sf_jd *sf_awc_podset_to_jd(const sf_awc_podset *ps);
  * kind and metadata.name (upstream allows generateName; a fixed name is
  * what makes create idempotent).
  */
-int sf_awc_build(sf_jv aw, size_t index, const char *scheduler_name, sf_jd **out, int *fatal,
+typedef struct sf_awc_build_opts {
+	const char *scheduler_name;       /* NULL / "" = none */
+	const sf_aw_autopilot *autopilot; /* NULL = no anti-affinities */
+} sf_awc_build_opts;
+int sf_awc_build(sf_jv aw, size_t index, const sf_awc_build_opts *o, sf_jd **out, int *fatal,
                  char *err, size_t errlen);
 
 /* The controller ownerReference of any object (first entry with

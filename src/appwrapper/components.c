@@ -822,11 +822,183 @@ static int append_gates(sf_jd *spec, sf_jv gates, const char *path, char *why, s
 	return 0;
 }
 
+/* ---- Autopilot anti-affinities ---- */
+
+/* A quantity upstream counts as a request: an integer > 0, or a string
+ * whose number part has a non-zero digit ("500m", "1Gi"; "0", "0Gi" do
+ * not). Other JSON numbers do not count, as in upstream (unstructured
+ * floats match none of its cases). */
+static int quantity_nonzero(const sf_jd *q)
+{
+	int64_t n;
+	if (sf_jd_int(q, &n) == 0)
+		return n > 0;
+	const char *s = sf_jd_str(q, NULL);
+	if (!s)
+		return 0;
+	for (; *s && !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')); s++)
+		if (*s >= '1' && *s <= '9')
+			return 1;
+	return 0;
+}
+
+/* 1 when a container or init container of spec requests or limits a
+ * non-zero amount of resource (upstream's hasResourceRequest). */
+static int requests_resource(const sf_jd *spec, const char *res)
+{
+	static const char *const lists[] = {"containers", "initContainers"};
+	for (size_t l = 0; l < 2; l++) {
+		const sf_jd *cs = sf_jd_get(spec, lists[l]);
+		for (size_t i = 0; sf_jd_type(cs) == SF_JSON_ARRAY && i < sf_jd_len(cs); i++) {
+			const sf_jd *r = sf_jd_get(sf_jd_at(cs, i, NULL), "resources");
+			if (quantity_nonzero(sf_jd_get(sf_jd_get(r, "limits"), res)) ||
+			    quantity_nonzero(sf_jd_get(sf_jd_get(r, "requests"), res)))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* NotIn expressions, one per label key in order of first appearance, for
+ * the taints of ap whose resource spec requests and whose effect is
+ * preferred (PreferNoSchedule) or not (NoSchedule, NoExecute). NULL and
+ * *n = 0 when there are none; -ENOMEM as NULL with *n = 1. */
+static sf_jd *anti_exprs(const sf_jd *spec, const sf_aw_autopilot *ap, int preferred, size_t *n)
+{
+	sf_jd *exprs = NULL;
+	*n = 0;
+	for (size_t i = 0; i < ap->ntaints; i++) {
+		const sf_aw_taint *t = &ap->taints[i];
+		if ((t->effect == SF_TAINT_PREFER_NO_SCHEDULE) != preferred ||
+		    !requests_resource(spec, t->resource))
+			continue;
+		if (!exprs && !(exprs = sf_jd_new_arr()))
+			goto oom;
+		sf_jd *e = NULL;
+		for (size_t j = 0; j < sf_jd_len(exprs) && !e; j++) {
+			sf_jd *x = sf_jd_at(exprs, j, NULL);
+			if (strcmp(sf_jd_str(sf_jd_get(x, "key"), NULL), t->key) == 0)
+				e = x;
+		}
+		if (!e) {
+			sf_jd *ne = sf_jd_new_obj();
+			if (!ne || sf_jd_set_str(ne, "key", t->key) ||
+			    sf_jd_set_str(ne, "operator", "NotIn") ||
+			    !sf_jd_arr_member(ne, "values")) {
+				sf_jd_free(ne);
+				goto oom;
+			}
+			if (sf_jd_append(exprs, ne)) /* frees ne on failure */
+				goto oom;
+			e = sf_jd_at(exprs, sf_jd_len(exprs) - 1, NULL);
+		}
+		sf_jd *vals = sf_jd_get(e, "values");
+		int dup = 0;
+		for (size_t j = 0; j < sf_jd_len(vals); j++)
+			dup |= strcmp(sf_jd_str(sf_jd_at(vals, j, NULL), NULL), t->value) == 0;
+		if (!dup && sf_jd_append(vals, sf_jd_new_str(t->value)))
+			goto oom;
+	}
+	*n = sf_jd_len(exprs);
+	return exprs;
+oom:
+	sf_jd_free(exprs);
+	*n = 1;
+	return NULL;
+}
+
+/* Upstream's injectAntiAffinities: required node anti-affinity (NotIn,
+ * added to every existing nodeSelectorTerm, or to a new one) for the
+ * NoSchedule and NoExecute label values of each resource the pod requests,
+ * preferred anti-affinity (one term of ap's weight) for the
+ * PreferNoSchedule ones; the template's own affinity is kept. */
+static int inject_anti_affinities(sf_jd *spec, const sf_aw_autopilot *ap, const char *path,
+                                  char *why, size_t wl)
+{
+	size_t nreq = 0, npref = 0;
+	sf_jd *req = anti_exprs(spec, ap, 0, &nreq);
+	sf_jd *pref = req || !nreq ? anti_exprs(spec, ap, 1, &npref) : NULL;
+	int rc = 0;
+	if ((nreq && !req) || (npref && !pref)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (!nreq && !npref)
+		goto out;
+	sf_jd *aff, *na;
+	if ((rc = container_member(spec, "affinity", SF_JSON_OBJECT, &aff)) ||
+	    (rc = container_member(aff, "nodeAffinity", SF_JSON_OBJECT, &na))) {
+		if (rc == -EINVAL)
+			sf_errf(why, wl, "spec.affinity at %s is not an object", path);
+		goto out;
+	}
+	if (nreq) {
+		sf_jd *sel, *terms;
+		if ((rc = container_member(na, "requiredDuringSchedulingIgnoredDuringExecution",
+		                           SF_JSON_OBJECT, &sel)) ||
+		    (rc = container_member(sel, "nodeSelectorTerms", SF_JSON_ARRAY, &terms))) {
+			if (rc == -EINVAL)
+				sf_errf(why, wl, "spec.affinity.nodeAffinity at %s is not valid",
+				        path);
+			goto out;
+		}
+		if (sf_jd_len(terms) == 0 && sf_jd_append(terms, sf_jd_new_obj())) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < sf_jd_len(terms); i++) {
+			sf_jd *me;
+			if ((rc = container_member(sf_jd_at(terms, i, NULL), "matchExpressions",
+			                           SF_JSON_ARRAY, &me))) {
+				if (rc == -EINVAL)
+					sf_errf(why, wl,
+					        "nodeSelectorTerms[%zu] at %s is not valid", i,
+					        path);
+				goto out;
+			}
+			for (size_t j = 0; j < nreq; j++)
+				if (sf_jd_append(me, sf_jd_clone(sf_jd_at(req, j, NULL)))) {
+					rc = -ENOMEM;
+					goto out;
+				}
+		}
+	}
+	if (npref) {
+		sf_jd *terms, *term = sf_jd_new_obj(), *p;
+		if ((rc = container_member(na, "preferredDuringSchedulingIgnoredDuringExecution",
+		                           SF_JSON_ARRAY, &terms))) {
+			sf_jd_free(term);
+			if (rc == -EINVAL)
+				sf_errf(why, wl, "spec.affinity.nodeAffinity at %s is not valid",
+				        path);
+			goto out;
+		}
+		if (!term || sf_jd_set_int(term, "weight", ap->prefer_weight) ||
+		    !(p = sf_jd_obj_member(term, "preference")) ||
+		    sf_jd_set(p, "matchExpressions", pref)) {
+			sf_jd_free(term);
+			pref = NULL; /* taken by the set, or freed with term */
+			rc = -ENOMEM;
+			goto out;
+		}
+		pref = NULL; /* now term's */
+		if (sf_jd_append(terms, term)) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+out:
+	sf_jd_free(req);
+	sf_jd_free(pref);
+	return rc;
+}
+
 /* Injects podSetInfo info (SF_JV_NONE: nothing but the label) into the pod
  * template of pod set ps. */
 static int inject_podset(sf_jd *obj, const sf_awc_podset *ps, sf_jv info, const char *awname,
-                         const char *sched, char *why, size_t wl)
+                         const sf_awc_build_opts *o, char *why, size_t wl)
 {
+	const char *sched = o ? o->scheduler_name : NULL;
 	char inner[WHY_LEN / 2];
 	cur p;
 	int rc = raw_template(cur_tree(obj), ps->path, &p, inner, sizeof(inner));
@@ -897,6 +1069,8 @@ static int inject_podset(sf_jd *obj, const sf_awc_podset *ps, sf_jv info, const 
 		if ((!s || !l) && sf_jd_set_str(spec, "schedulerName", sched))
 			return -ENOMEM;
 	}
+	if (o && o->autopilot && o->autopilot->inject_anti_affinities)
+		return inject_anti_affinities(spec, o->autopilot, ps->path, why, wl);
 	return 0;
 }
 
@@ -987,7 +1161,7 @@ static int req_str(sf_jv v, char *buf, size_t cap)
 }
 
 static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, const char *awns,
-                 const char *awuid, const char *sched, char *why, size_t wl)
+                 const char *awuid, const sf_awc_build_opts *o, char *why, size_t wl)
 {
 	sf_jd *md = sf_jd_get(obj, "metadata");
 	size_t l = 0;
@@ -1023,7 +1197,7 @@ static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, co
 	for (size_t i = 0; i < pv->n; i++) {
 		char inner[WHY_LEN / 2];
 		sf_jv info = i < ninfo ? sf_jv_at(infos, i) : SF_JV_NONE;
-		rc = inject_podset(obj, &pv->v[i], info, awname, sched, inner, sizeof(inner));
+		rc = inject_podset(obj, &pv->v[i], info, awname, o, inner, sizeof(inner));
 		if (rc == -EINVAL)
 			sf_errf(why, wl, "pod set %zu: %s", i, inner);
 		if (rc)
@@ -1032,7 +1206,7 @@ static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, co
 	return set_controller(md, awname, awuid, why, wl);
 }
 
-int sf_awc_build(sf_jv aw, size_t index, const char *scheduler_name, sf_jd **out, int *fatal,
+int sf_awc_build(sf_jv aw, size_t index, const sf_awc_build_opts *o, sf_jd **out, int *fatal,
                  char *err, size_t errlen)
 {
 	char desc[512], why[WHY_LEN], awname[256], awns[256], awuid[256], tmp[256];
@@ -1075,9 +1249,8 @@ int sf_awc_build(sf_jv aw, size_t index, const char *scheduler_name, sf_jd **out
 	int rc = definitive_podsets(aw, index, &pv, why, sizeof(why));
 	if (!rc) {
 		obj = sf_jd_from_jv(tmpl);
-		rc = obj ? build(obj, comp, &pv, awname, awns, awuid, scheduler_name, why,
-		                 sizeof(why))
-		         : -ENOMEM;
+		rc =
+		    obj ? build(obj, comp, &pv, awname, awns, awuid, o, why, sizeof(why)) : -ENOMEM;
 	}
 	free(pv.v);
 	if (rc) {

@@ -693,8 +693,9 @@ static void start_create(op *o, size_t i)
 	}
 	sf_jd *obj = NULL;
 	int fatal = 0;
-	int rc = sf_awc_build(sf_obj_root(o->aw), i, c->cfg.scheduler_name, &obj, &fatal, err,
-	                      sizeof(err));
+	sf_awc_build_opts bo = {.scheduler_name = c->cfg.scheduler_name,
+	                        .autopilot = &c->cfg.autopilot};
+	int rc = sf_awc_build(sf_obj_root(o->aw), i, &bo, &obj, &fatal, err, sizeof(err));
 	if (rc < 0) {
 		set_create(o, i, fatal ? SF_AWP_CREATE_FATAL : SF_AWP_CREATE_RETRYABLE, err);
 		return;

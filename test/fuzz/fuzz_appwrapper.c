@@ -120,8 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < nspec && i < 16; i++) {
 		sf_jd *obj = NULL;
 		int fatal = 0;
-		if (sf_awc_build(aw, i, (seed & 8) ? "fuzz-scheduler" : "", &obj, &fatal, err,
-		                 sizeof(err)) == 0) {
+		sf_awc_build_opts bo = {.scheduler_name = (seed & 8) ? "fuzz-scheduler" : "",
+		                        .autopilot = (seed & 16) ? &cfg.autopilot : NULL};
+		if (sf_awc_build(aw, i, &bo, &obj, &fatal, err, sizeof(err)) == 0) {
 			CHECK(obj != NULL);
 			char *dump = sf_jd_dump(obj);
 			CHECK(dump != NULL);

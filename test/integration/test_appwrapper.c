@@ -256,6 +256,56 @@ Test(appwrapper, podsetinfos_are_injected_into_a_pod)
 	sf_obj_unref(pod);
 }
 
+/* Autopilot's anti-affinities, on by default as upstream's: a GPU Job's
+ * pod template avoids nodes labelled TESTING or EVICT (required) and WARN
+ * (preferred, weight 50), keeps the affinity of its own, and the API
+ * server accepts the Job and makes its pod with them. */
+Test(appwrapper, gpu_pods_get_autopilot_anti_affinities)
+{
+	controller("gpu");
+	char body[4096];
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
+	         "\"name\":\"gpu\"},\"spec\":{\"components\":[{\"template\":{\"apiVersion\":"
+	         "\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"gpu-job\"},\"spec\":{"
+	         "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"affinity\":{\"nodeAffinity\":"
+	         "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+	         "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}"
+	         "]}}},\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{"
+	         "\"limits\":{\"nvidia.com/gpu\":1}}}]}}}}}]}}");
+	tl_aw_create(&W, body);
+	tl_aw_wait_phase(&W, "gpu", "Suspended", 20000);
+	tl_aw_admit(&W, "gpu", NULL);
+	tl_aw_wait_phase(&W, "gpu", "Running", 20000);
+	sf_obj *job = get_obj(&SF_GVR_JOBS, "gpu-job");
+	sf_jv na = sf_jv_path(sf_obj_root(job), "spec.template.spec.affinity.nodeAffinity");
+	sf_jv exprs = sf_jv_path(na, "requiredDuringSchedulingIgnoredDuringExecution."
+	                             "nodeSelectorTerms[0].matchExpressions");
+	cr_assert_eq(sf_jv_len(exprs), 2, "%s", job->json);
+	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[0].key"), "zone"), "its own first: %s", job->json);
+	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[1].key"), "autopilot.ibm.com/gpuhealth"));
+	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[1].operator"), "NotIn"));
+	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[1].values[0]"), "TESTING"));
+	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[1].values[1]"), "EVICT"));
+	sf_jv pref = sf_jv_path(na, "preferredDuringSchedulingIgnoredDuringExecution[0]");
+	int64_t weight = 0;
+	cr_assert_eq(sf_jv_int64(sf_jv_get(pref, "weight"), &weight), 0, "%s", job->json);
+	cr_assert_eq(weight, 50);
+	cr_assert(sf_jv_streq(sf_jv_path(pref, "preference.matchExpressions[0].values[0]"), "WARN"));
+	/* the pod the Job controller made carries them */
+	char pod[254];
+	tl_aw_pod_ready(&W, "gpu", pod, sizeof(pod), 20000);
+	sf_obj *p = get_obj(&SF_GVR_PODS, pod);
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(p),
+	                                 "spec.affinity.nodeAffinity."
+	                                 "requiredDuringSchedulingIgnoredDuringExecution."
+	                                 "nodeSelectorTerms[0].matchExpressions[1].values[1]"),
+	                      "EVICT"),
+	          "%s", p->json);
+	sf_obj_unref(p);
+	sf_obj_unref(job);
+}
+
 Test(appwrapper, suspending_a_running_appwrapper_removes_its_resources)
 {
 	controller("solo");

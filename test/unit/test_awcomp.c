@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "steadfast/awapi.h"
@@ -117,7 +118,8 @@ static sf_jv build_ok(sf_jv aw, size_t idx, const char *sched)
 	sf_jd *out = (sf_jd *)1;
 	int fatal = -1;
 	char err[512] = "";
-	int rc = sf_awc_build(aw, idx, sched, &out, &fatal, err, sizeof(err));
+	sf_awc_build_opts bo = {.scheduler_name = sched};
+	int rc = sf_awc_build(aw, idx, &bo, &out, &fatal, err, sizeof(err));
 	cr_assert_eq(rc, 0, "build: %d %s", rc, err);
 	cr_assert_eq(fatal, 0);
 	cr_assert_not_null(out);
@@ -137,7 +139,8 @@ static const char *build_fatal(sf_jv aw, size_t idx, const char *sched)
 	sf_jd *out = (sf_jd *)1;
 	int fatal = -1;
 	err[0] = '\0';
-	int rc = sf_awc_build(aw, idx, sched, &out, &fatal, err, sizeof(err));
+	sf_awc_build_opts bo = {.scheduler_name = sched};
+	int rc = sf_awc_build(aw, idx, &bo, &out, &fatal, err, sizeof(err));
 	cr_assert_eq(rc, -EINVAL, "build rc %d (%s)", rc, err);
 	cr_assert_eq(fatal, 1);
 	cr_assert_null(out);
@@ -804,4 +807,153 @@ Test(awcomp, controller_owner_and_owned_by)
 	/* what build produces is owned by the AppWrapper's UID */
 	sf_jv o = build_ok(AW("{'template':" POD("") "}"), 0, NULL);
 	cr_assert_eq(sf_awc_owned_by(o, "uid-1"), 1);
+}
+
+/* ---- Autopilot anti-affinities (upstream's injectAntiAffinities) ---- */
+
+static sf_jv build_ap(sf_jv aw, size_t idx, const sf_aw_autopilot *ap, const char **fatal_msg)
+{
+	static char err[512];
+	sf_jd *out = NULL;
+	int fatal = -1;
+	err[0] = '\0';
+	sf_awc_build_opts bo = {.autopilot = ap};
+	int rc = sf_awc_build(aw, idx, &bo, &out, &fatal, err, sizeof(err));
+	if (fatal_msg) {
+		cr_assert_eq(rc, -EINVAL, "build rc %d (%s)", rc, err);
+		*fatal_msg = err;
+		return SF_JV_NONE;
+	}
+	cr_assert_eq(rc, 0, "build: %d %s", rc, err);
+	char *text = sf_jd_dump(out);
+	sf_jd_free(out);
+	sf_buf *b = pool_buf();
+	cr_assert_eq(sf_buf_puts(b, text), 0);
+	free(text);
+	return sf_jv_root(b->data, b->len);
+}
+
+#define GPU_CONTAINER(res)                                                                         \
+	"{'name':'c','image':'busybox','resources':{" res "}}"
+#define GPU_JOB(podspec)                                                                           \
+	"{'apiVersion':'batch/v1','kind':'Job','metadata':{'name':'j1'},'spec':{'template':"       \
+	"{'spec':" podspec "}}}"
+
+Test(awcomp, autopilot_gpu_request_gets_upstreams_anti_affinities)
+{
+	sf_aw_config cfg;
+	sf_awcfg_defaults(&cfg);
+	sf_jv out = build_ap(
+	    AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
+	        "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
+	    0, &cfg.autopilot, NULL);
+	sf_jv na = sf_jv_path(out, "spec.template.spec.affinity.nodeAffinity");
+	cr_assert(jv_is(sf_jv_get(na, "requiredDuringSchedulingIgnoredDuringExecution"),
+	                M("{'nodeSelectorTerms':[{'matchExpressions':[{'key':"
+	                  "'autopilot.ibm.com/gpuhealth','operator':'NotIn','values':['TESTING',"
+	                  "'EVICT']}]}]}")),
+	          "%.*s", (int)na.n, na.p);
+	cr_assert(jv_is(sf_jv_get(na, "preferredDuringSchedulingIgnoredDuringExecution"),
+	                M("[{'weight':50,'preference':{'matchExpressions':[{'key':"
+	                  "'autopilot.ibm.com/gpuhealth','operator':'NotIn','values':['WARN']}]}}]")),
+	          "%.*s", (int)na.n, na.p);
+}
+
+Test(awcomp, autopilot_anti_affinities_merge_with_the_templates_own)
+{
+	sf_aw_config cfg;
+	sf_awcfg_defaults(&cfg);
+	cfg.autopilot.prefer_weight = 7;
+	/* two required terms of its own, a preferred term, a pod
+	 * anti-affinity; the GPU asked for by an init container as a string */
+	sf_jv out = build_ap(
+	    AW("{'template':" GPU_JOB(
+	        "{'initContainers':[" GPU_CONTAINER(
+	            "'requests':{'nvidia.com/gpu':'2'}") "],'containers':[{'name':'m','image':'b'}],"
+	        "'affinity':{'podAntiAffinity':{'x':1},'nodeAffinity':{"
+	        "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':["
+	        "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}]},"
+	        "{'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}]}]},"
+	        "'preferredDuringSchedulingIgnoredDuringExecution':[{'weight':3,'preference':"
+	        "{'matchExpressions':[{'key':'fast','operator':'Exists'}]}}]}}}") "}"),
+	    0, &cfg.autopilot, NULL);
+	sf_jv aff = sf_jv_path(out, "spec.template.spec.affinity");
+	const char *want = M(
+	    "{'podAntiAffinity':{'x':1},'nodeAffinity':{"
+	    "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':["
+	    "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']},"
+	    "{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn','values':['TESTING','EVICT']}]},"
+	    "{'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}],"
+	    "'matchExpressions':[{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn',"
+	    "'values':['TESTING','EVICT']}]}]},"
+	    "'preferredDuringSchedulingIgnoredDuringExecution':[{'weight':3,'preference':"
+	    "{'matchExpressions':[{'key':'fast','operator':'Exists'}]}},{'weight':7,'preference':"
+	    "{'matchExpressions':[{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn',"
+	    "'values':['WARN']}]}}]}}");
+	cr_assert(jv_is(aff, want), "%.*s\nwant %s", (int)aff.n, aff.p, want);
+}
+
+Test(awcomp, autopilot_leaves_pods_without_the_resource_alone)
+{
+	sf_aw_config cfg;
+	sf_awcfg_defaults(&cfg);
+	static const char *const specs[] = {
+	    PODSPEC,
+	    "{'containers':[" GPU_CONTAINER("'limits':{'nvidia.com/gpu':0}") "]}",
+	    "{'containers':[" GPU_CONTAINER("'limits':{'nvidia.com/gpu':'0'}") "]}",
+	    "{'containers':[" GPU_CONTAINER("'limits':{'nvidia.com/gpu':1.5}") "]}",
+	    "{'containers':[" GPU_CONTAINER("'limits':{'cpu':'4'}") "]}",
+	};
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		char aw[1024];
+		snprintf(aw, sizeof(aw),
+		         AW_HEAD "{'template':{'apiVersion':'batch/v1','kind':'Job','metadata':"
+		                 "{'name':'j1'},'spec':{'template':{'spec':%s}}}}]}}",
+		         specs[i]);
+		sf_jv out = build_ap(J(aw), 0, &cfg.autopilot, NULL);
+		cr_assert_not(sf_jv_ok(sf_jv_path(out, "spec.template.spec.affinity")), "%s",
+		              specs[i]);
+	}
+	/* and nothing at all when injection is off */
+	cfg.autopilot.inject_anti_affinities = 0;
+	sf_jv out = build_ap(
+	    AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
+	        "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
+	    0, &cfg.autopilot, NULL);
+	cr_assert_not(sf_jv_ok(sf_jv_path(out, "spec.template.spec.affinity")));
+}
+
+Test(awcomp, autopilot_groups_values_per_label_key_and_other_resources)
+{
+	sf_aw_config cfg;
+	sf_awcfg_defaults(&cfg);
+	char err[256] = "";
+	static const char yaml[] =
+	    "appwrapper:\n  autopilot:\n    resourceTaints:\n      example.com/fpga:\n"
+	    "      - {key: fpga.example.com/health, value: BAD, effect: NoExecute}\n"
+	    "      - {key: autopilot.ibm.com/gpuhealth, value: EVICT, effect: NoExecute}\n";
+	cr_assert_eq(sf_awcfg_load_yaml(&cfg, yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	sf_jv out = build_ap(
+	    AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
+	        "'limits':{'nvidia.com/gpu':1,'example.com/fpga':'1'}") "]}") "}"),
+	    0, &cfg.autopilot, NULL);
+	sf_jv req = sf_jv_path(out, "spec.template.spec.affinity.nodeAffinity."
+	                            "requiredDuringSchedulingIgnoredDuringExecution");
+	cr_assert(jv_is(req, M("{'nodeSelectorTerms':[{'matchExpressions':["
+	                       "{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn','values':"
+	                       "['TESTING','EVICT']},{'key':'fpga.example.com/health','operator':"
+	                       "'NotIn','values':['BAD']}]}]}")),
+	          "%.*s", (int)req.n, req.p);
+}
+
+Test(awcomp, autopilot_with_an_affinity_that_is_not_an_object_is_fatal)
+{
+	sf_aw_config cfg;
+	sf_awcfg_defaults(&cfg);
+	const char *msg = NULL;
+	build_ap(AW("{'template':" GPU_JOB("{'affinity':'x','containers':[" GPU_CONTAINER(
+	                "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
+	         0, &cfg.autopilot, &msg);
+	cr_assert(strstr(msg, "spec.affinity at template.spec.template is not an object"), "%s",
+	          msg);
 }
