@@ -1,0 +1,44 @@
+/*
+ * fuzz_awnodes.c - libFuzzer target for the Autopilot node classifier
+ * (awnodes.h), which reads Node objects from the API server.
+ *
+ * The input is a Node as JSON (minified first, as the client does),
+ * classified with upstream's default taints. Whatever it says, nothing may
+ * crash or read out of bounds, counts stay within their arrays, every
+ * NoExecute resource is one of the config's, and "pods" is never counted
+ * as capacity out of scheduling.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "steadfast/awnodes.h"
+#include "steadfast/json.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(x)                                                                                   \
+	do {                                                                                       \
+		if (!(x))                                                                          \
+			__builtin_trap();                                                          \
+	} while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	sf_buf m;
+	char err[128];
+	sf_buf_init(&m, 0);
+	if (sf_json_minify((const char *)data, size, &m, err, sizeof(err)) == 0 && m.len) {
+		sf_aw_config c;
+		sf_awcfg_defaults(&c);
+		sf_awn_health h;
+		if (sf_awn_classify(sf_jv_root(m.data, m.len), &c.autopilot, &h) == 0) {
+			CHECK(h.nnoexec <= SF_AW_MAX_TAINTS && h.nnosched <= SF_AWN_MAX_RESOURCES);
+			for (size_t i = 0; i < h.nnoexec; i++)
+				CHECK(strcmp(h.noexec[i], "nvidia.com/gpu") == 0);
+			for (size_t i = 0; i < h.nnosched; i++)
+				CHECK(strcmp(h.nosched[i].resource, "pods") != 0);
+		}
+	}
+	sf_buf_free(&m);
+	return 0;
+}
