@@ -16,10 +16,25 @@
  *     finish, usage drops to 0;
  *   - a pod failing on a kwok node makes the AppWrapper Unhealthy with its
  *     exit code and message, in a condition and a Warning Event, and
- *     Failed with retryLimit 0; Kueue's Workload is Finished;
+ *     Failed with retryLimit 0 (no reset, one Job); Kueue's Workload is
+ *     Finished with reason Failed and usage drops to 0;
  *   - preemption: a higher WorkloadPriorityClass evicts a running
  *     AppWrapper, which is suspended (its pods gone), runs after the
- *     preemptor finishes and is admitted again.
+ *     preemptor finishes and is admitted again;
+ *   - a reset (retryLimit 1, the first pod failed by annotating it) keeps
+ *     the Workload's quota on every change until Finished; the new pod
+ *     succeeds;
+ *   - a Job of 4 completions, 2 at a time: Succeeded only once the Job has
+ *     all 4 (the Job read when Succeeded is first delivered);
+ *   - incident A with real admission: 3 replicas, 20 AppWrappers, the
+ *     leader SIGKILLed mid-way: none suspended again, Failed or
+ *     MissingComponent, one Job each (UIDs and audit log), all Succeed;
+ *   - every replica down while Kueue admits: a replica started later
+ *     undoes nothing (suspend, generation, quota) and runs them.
+ *
+ * The watches also record, change by change, what each AppWrapper and its
+ * Workload went through (track_aw, track_wl, job_add), so "never" is
+ * checked on every event delivered, not sampled.
  *
  * The suite has one control plane of its own for the whole run, in
  * /tmp/steadfast-kueue.<runner pid>: the first test's init starts it
@@ -29,6 +44,7 @@
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +110,44 @@ static char NODE[96];    /* a node a test created, deleted by teardown */
  * change the watch delivered. */
 static int ADMITTED_NOW, ADMITTED_MAX;
 
+/* What the watches delivered about one AppWrapper of NS and its Workload,
+ * change by change (each change is checked, none is sampled). */
+#define MAX_TRACK 32
+typedef struct track {
+	char aw[64];
+	int unsuspended;        /* spec.suspend seen false or absent (admitted) */
+	int resuspended;        /* spec.suspend seen true again after that */
+	int64_t generation;     /* metadata.generation when first seen unsuspended */
+	int generation_changed; /* a later change had another generation */
+	int failed;             /* phase Failed seen */
+	int missing;            /* Unhealthy with reason MissingComponent seen */
+	int resetting;          /* phase Resetting seen */
+	int running_after_reset;
+	int succeeded;          /* phase Succeeded seen */
+	tl_res job_at_success;  /* GET of its Job sent when Succeeded was first seen */
+	char job_uids[4][64];   /* the distinct UIDs of its Jobs */
+	int njob_uids;
+	int wl_admitted; /* Workload seen QuotaReserved and Admitted */
+	int wl_lost;     /* then seen without either before Finished */
+	int wl_finished; /* Workload seen Finished */
+	char wl_lost_conds[1024];
+} track;
+static track TRACK[MAX_TRACK];
+static int NTRACK;
+
+/* The entry of AppWrapper aw, made on first use (NULL when full). */
+static track *track_of(const char *aw)
+{
+	for (int i = 0; i < NTRACK; i++)
+		if (strcmp(TRACK[i].aw, aw) == 0)
+			return &TRACK[i];
+	if (NTRACK == MAX_TRACK)
+		return NULL;
+	track *t = &TRACK[NTRACK++];
+	snprintf(t->aw, sizeof(t->aw), "%s", aw);
+	return t;
+}
+
 static int holds_quota(sf_jv wl)
 {
 	char reserved[16] = "", finished[16] = "";
@@ -118,10 +172,46 @@ static void recount(void)
 		ADMITTED_MAX = n;
 }
 
+static const char *cond_status(sf_jv conds, const char *type, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	tl_aw_condition(conds, type, buf, n);
+	return buf;
+}
+
+/* A change of a Workload: its AppWrapper's entry learns whether it holds
+ * quota (QuotaReserved and Admitted True), lost it before Finished, or is
+ * Finished. */
+static void track_wl(sf_obj *o)
+{
+	char owner[64] = "", q[16], a[16], f[16];
+	sf_jv root = sf_obj_root(o);
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(root, "metadata.ownerReferences"));
+	sf_jv ref;
+	while (sf_jv_next(&it, NULL, &ref))
+		if (sf_jv_streq(sf_jv_get(ref, "kind"), "AppWrapper"))
+			sf_jv_str(sf_jv_get(ref, "name"), owner, sizeof(owner));
+	track *t = owner[0] ? track_of(owner) : NULL;
+	if (!t)
+		return;
+	sf_jv conds = sf_jv_path(root, "status.conditions");
+	if (strcmp(cond_status(conds, "Finished", f, sizeof(f)), "True") == 0)
+		t->wl_finished = 1;
+	else if (strcmp(cond_status(conds, "QuotaReserved", q, sizeof(q)), "True") == 0 &&
+	         strcmp(cond_status(conds, "Admitted", a, sizeof(a)), "True") == 0)
+		t->wl_admitted = 1;
+	else if (t->wl_admitted && !t->wl_finished) {
+		if (!t->wl_lost)
+			snprintf(t->wl_lost_conds, sizeof(t->wl_lost_conds), "%.*s",
+			         (int)conds.n, conds.p ? conds.p : "");
+		t->wl_lost++;
+	}
+}
+
 static void wl_add(void *ud, sf_obj *o)
 {
 	(void)ud;
-	(void)o;
+	track_wl(o);
 	recount();
 }
 
@@ -129,8 +219,97 @@ static void wl_update(void *ud, sf_obj *old, sf_obj *o)
 {
 	(void)ud;
 	(void)old;
+	track_wl(o);
+	recount();
+}
+
+static void wl_delete(void *ud, sf_obj *o)
+{
+	(void)ud;
 	(void)o;
 	recount();
+}
+
+/* A change of an AppWrapper of NS, into its entry. */
+static void track_aw(sf_obj *o)
+{
+	track *t = track_of(o->name);
+	if (!t)
+		return;
+	sf_jv root = sf_obj_root(o);
+	int64_t gen = 0;
+	sf_jv_int64(sf_jv_path(root, "metadata.generation"), &gen);
+	/* Kueue's webhook stores new ones with suspend true; Kueue admits by
+	 * setting it false, which its Go type omits when it writes */
+	sf_json_type suspend = sf_jv_type(sf_jv_path(root, "spec.suspend"));
+	if (suspend != SF_JSON_TRUE && !t->unsuspended) {
+		t->unsuspended = 1;
+		t->generation = gen;
+	} else if (t->unsuspended) {
+		if (suspend == SF_JSON_TRUE)
+			t->resuspended++;
+		if (gen != t->generation)
+			t->generation_changed = 1;
+	}
+	sf_jv phase = sf_jv_path(root, "status.phase");
+	if (sf_jv_streq(phase, "Failed"))
+		t->failed = 1;
+	if (sf_jv_streq(phase, "Resetting"))
+		t->resetting = 1;
+	if (sf_jv_streq(phase, "Running") && t->resetting)
+		t->running_after_reset = 1;
+	if (sf_jv_streq(phase, "Succeeded") && !t->succeeded) {
+		t->succeeded = 1;
+		char job[128];
+		snprintf(job, sizeof(job), "%s-job", t->aw);
+		cr_assert_eq(sf_kube_get(K.client, &SF_GVR_JOBS, NS, job, tl_res_cb,
+		                         &t->job_at_success, NULL),
+		             0);
+	}
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(root, "status.conditions"));
+	sf_jv c;
+	while (sf_jv_next(&it, NULL, &c))
+		if (sf_jv_streq(sf_jv_get(c, "type"), "Unhealthy") &&
+		    sf_jv_streq(sf_jv_get(c, "reason"), "MissingComponent"))
+			t->missing = 1;
+}
+
+static void aw_add(void *ud, sf_obj *o)
+{
+	(void)ud;
+	track_aw(o);
+}
+
+static void aw_update(void *ud, sf_obj *old, sf_obj *o)
+{
+	(void)ud;
+	(void)old;
+	track_aw(o);
+}
+
+/* A Job of NS seen: its UID, into its AppWrapper's entry. */
+static void job_add(void *ud, sf_obj *o)
+{
+	(void)ud;
+	char aw[64] = "", uid[64] = "";
+	sf_jv root = sf_obj_root(o);
+	sf_jv_str(sf_jv_get(sf_jv_path(root, "metadata.labels"), SF_AW_LABEL), aw, sizeof(aw));
+	sf_jv_str(sf_jv_path(root, "metadata.uid"), uid, sizeof(uid));
+	track *t = aw[0] ? track_of(aw) : NULL;
+	if (!t)
+		return;
+	for (int i = 0; i < t->njob_uids; i++)
+		if (strcmp(t->job_uids[i], uid) == 0)
+			return;
+	if (t->njob_uids < 4)
+		snprintf(t->job_uids[t->njob_uids], sizeof(t->job_uids[0]), "%s", uid);
+	t->njob_uids++;
+}
+
+static void job_update(void *ud, sf_obj *old, sf_obj *o)
+{
+	(void)old;
+	job_add(ud, o);
 }
 
 static int wls_synced(void *ud)
@@ -155,8 +334,14 @@ static void setup(void)
 	ADMITTED_NOW = ADMITTED_MAX = 0;
 	sf_informer_opts o = {.reflector = {.gvr = &GVR_WORKLOADS, .ns = NS}};
 	cr_assert_eq(sf_informer_new(&K.loop, K.client, &o, &WLS), 0);
-	sf_informer_handler h = {.on_add = wl_add, .on_update = wl_update, .on_delete = wl_add};
+	sf_informer_handler h = {.on_add = wl_add, .on_update = wl_update, .on_delete = wl_delete};
 	cr_assert_eq(sf_informer_add_handler(WLS, &h, NULL), 0);
+	memset(TRACK, 0, sizeof(TRACK));
+	NTRACK = 0;
+	sf_informer_handler ha = {.on_add = aw_add, .on_update = aw_update};
+	cr_assert_eq(sf_informer_add_handler(W.aws, &ha, NULL), 0);
+	sf_informer_handler hj = {.on_add = job_add, .on_update = job_update};
+	cr_assert_eq(sf_informer_add_handler(W.jobs, &hj, NULL), 0);
 	cr_assert_eq(sf_informer_start(WLS), 0);
 	cr_assert_eq(tl_run_until_fn(&K.loop, wls_synced, NULL, 10000), 0, "workloads not synced");
 
@@ -197,6 +382,11 @@ static void teardown(void)
 			uv_run(&K.loop, UV_RUN_ONCE);
 	}
 	tl_aw_watch_stop(&W);
+	for (int i = 0; i < NTRACK; i++) {
+		if (TRACK[i].succeeded)
+			tl_wait(&K.loop, &TRACK[i].job_at_success, 10000);
+		tl_res_clear(&TRACK[i].job_at_success);
+	}
 	tl_namespace_delete(&K, NS);
 	/* cluster-scoped objects of the test, named after its namespace */
 	snprintf(name, sizeof(name), "%s-cq", NS);
@@ -301,13 +491,15 @@ static void queues(const char *rf_spec, int cpu, int gpu, const char *preemption
 	}
 }
 
-/* An AppWrapper of one Job of one pod in LocalQueue "lq": requests cpu
- * (cores) and gpu, the Job pod's annotations pod_ann and the AppWrapper's
- * aw_ann (JSON members or ""), priority a WorkloadPriorityClass or NULL.
- * spec.suspend is left out: Kueue's webhook sets it. Returns the
- * AppWrapper as the API server stored it (owned). */
-static sf_obj *create_aw(const char *name, int cpu, int gpu, const char *pod_ann,
-                         const char *aw_ann, const char *priority)
+/* An AppWrapper of one Job in LocalQueue "lq": its pod requests cpu (a
+ * quantity) and gpu, the Job's spec begins with job_spec (JSON members
+ * with a trailing comma, e.g. completions and parallelism, or ""), the Job
+ * pod's annotations are pod_ann and the AppWrapper's aw_ann (JSON members
+ * or ""), priority a WorkloadPriorityClass or NULL. spec.suspend is left
+ * out: Kueue's webhook sets it. Returns the AppWrapper as the API server
+ * stored it (owned). */
+static sf_obj *create_job_aw(const char *name, const char *cpu, int gpu, const char *job_spec,
+                             const char *pod_ann, const char *aw_ann, const char *priority)
 {
 	char body[4096], prio[160] = "";
 	if (priority)
@@ -317,12 +509,12 @@ static sf_obj *create_aw(const char *name, int cpu, int gpu, const char *pod_ann
 	         "\"name\":\"%s\",\"labels\":{\"" SF_AW_QUEUE_LABEL "\":\"lq\"%s},"
 	         "\"annotations\":{%s}},\"spec\":{\"components\":[{\"template\":{"
 	         "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"%s-job\"},"
-	         "\"spec\":{\"backoffLimit\":0,\"template\":{\"metadata\":{\"annotations\":{%s}},"
+	         "\"spec\":{%s\"backoffLimit\":0,\"template\":{\"metadata\":{\"annotations\":{%s}},"
 	         "\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","
 	         "\"image\":\"busybox\",\"resources\":{"
-	         "\"requests\":{\"cpu\":\"%d\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"%d\"},"
+	         "\"requests\":{\"cpu\":\"%s\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"%d\"},"
 	         "\"limits\":{\"nvidia.com/gpu\":\"%d\"}}}]}}}}}]}}",
-	         name, prio, aw_ann, name, pod_ann, cpu, gpu, gpu);
+	         name, prio, aw_ann, name, job_spec, pod_ann, cpu, gpu, gpu);
 	tl_res r;
 	sf_kube_req q = {.method = "POST",
 	                 .gvr = &SF_GVR_APPWRAPPERS,
@@ -337,6 +529,15 @@ static sf_obj *create_aw(const char *name, int cpu, int gpu, const char *pod_ann
 	tl_res_clear(&r);
 	cr_assert_not_null(o);
 	return o;
+}
+
+/* The same with one pod of whole cores. */
+static sf_obj *create_aw(const char *name, int cpu, int gpu, const char *pod_ann,
+                         const char *aw_ann, const char *priority)
+{
+	char c[16];
+	snprintf(c, sizeof(c), "%d", cpu);
+	return create_job_aw(name, c, gpu, "", pod_ann, aw_ann, priority);
 }
 
 /* The cached Workload Kueue made for AppWrapper aw (borrowed), or NULL. */
@@ -627,6 +828,22 @@ Test(kueue, c_a_pod_failing_on_a_kwok_node_makes_the_appwrapper_unhealthy)
 	tl_aw_events ev = tl_aw_wait_event(&W, "crash", "exited with code 42", 10000);
 	cr_assert(ev.warning, "the Event about exit code 42 is not a Warning");
 	wait_wl_cond("crash", "Finished", "True", 30000);
+	/* Kueue finished it as a failure, after it had held quota */
+	char wl_reason[64] = "";
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(sf_obj_root(workload_of("crash")),
+	                                           "status.conditions"));
+	sf_jv c;
+	while (sf_jv_next(&it, NULL, &c))
+		if (sf_jv_streq(sf_jv_get(c, "type"), "Finished"))
+			sf_jv_str(sf_jv_get(c, "reason"), wl_reason, sizeof(wl_reason));
+	cr_assert_str_eq(wl_reason, "Failed", "%s", workload_of("crash")->json);
+	track *t = track_of("crash");
+	cr_assert(t->wl_admitted && !t->wl_lost, "Workload lost quota before Finished: %s",
+	          t->wl_lost_conds);
+	/* retryLimit 0: no reset, one Job only */
+	cr_assert(!t->resetting, "a reset with retryLimit 0");
+	cr_assert_eq(t->njob_uids, 1);
+	cr_assert_str_eq(tl_aw_cond(&W, "crash", "QuotaReserved", NULL, NULL), "False");
 	wait_cq_empty(30000);
 }
 
@@ -673,4 +890,339 @@ Test(kueue, d_a_higher_priority_appwrapper_preempts_a_running_one)
 	wait_wl_cond("victim", "Admitted", "True", 30000);
 	cr_assert_leq(ADMITTED_MAX, 1, "%d Workloads held quota at once on a quota of 1",
 	              ADMITTED_MAX);
+}
+
+/* A pod of AppWrapper aw, live and with another name than `not`. */
+typedef struct other_pod {
+	const char *aw, *not;
+	char name[254];
+} other_pod;
+
+static int other_pod_visit(void *ud, sf_obj *o)
+{
+	other_pod *p = ud;
+	sf_jv root = sf_obj_root(o);
+	if (!sf_jv_streq(sf_jv_get(sf_jv_path(root, "metadata.labels"), SF_AW_LABEL), p->aw) ||
+	    sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp")) || strcmp(o->name, p->not) == 0)
+		return 0;
+	snprintf(p->name, sizeof(p->name), "%s", o->name);
+	return 1;
+}
+
+static int other_pod_found(void *ud)
+{
+	other_pod *p = ud;
+	p->name[0] = '\0';
+	sf_store_each(sf_informer_store(W.pods), other_pod_visit, p);
+	return p->name[0] != '\0';
+}
+
+static int pod_phase_is(const char *pod, const char *phase)
+{
+	sf_obj *o = sf_store_get_ns(sf_informer_store(W.pods), NS, pod);
+	return o && sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), phase);
+}
+
+static int resetting(void *ud)
+{
+	return track_of(ud)->resetting;
+}
+
+static int running_again(void *ud)
+{
+	return track_of(ud)->running_after_reset;
+}
+
+/* A pod that fails once, with retryLimit 1: the AppWrapper resets (the
+ * test makes its first pod fail by annotating it; kwok re-matches a
+ * changed pod, so the Job's pods made after the reset, from the unchanged
+ * template, succeed) and Kueue's Workload holds its quota through the
+ * reset, on every change the watch delivered, until Finished. */
+Test(kueue, e_a_reset_keeps_its_quota)
+{
+	char aw[] = "again";
+	queues("", 4, 0, "");
+	sf_obj_unref(create_aw("again", 1, 0, "\"steadfast.test/kwok-run-for\":\"4s\"",
+	                       "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"1\","
+	                       "\"" SF_AW_ANNOT_PREFIX "retryPausePeriodDuration\":\"1s\","
+	                       "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\"",
+	                       NULL));
+	tl_aw_wait_phase(&W, "again", "Running", 60000);
+	char first[254];
+	tl_aw_wait_pod(&W, "again", first, sizeof(first), 30000);
+	wait_wl_cond("again", "Admitted", "True", 10000);
+	long st = tl_aw_req(&W, "PATCH", &SF_GVR_PODS, first, NULL,
+	                    "{\"metadata\":{\"annotations\":{"
+	                    "\"steadfast.test/kwok-fail-exit-code\":\"7\","
+	                    "\"steadfast.test/kwok-fail-message\":\"first pod only\","
+	                    "\"steadfast.test/kwok-run-for\":\"500ms\"}}}");
+	cr_assert_eq(st, 200, "annotating pod %s: %ld", first, st);
+
+	if (tl_run_until_fn(&K.loop, resetting, aw, 30000) != 0) {
+		tl_aw_dump(&W, "again");
+		cr_assert_fail("no reset in 30 s after pod %s was to fail", first);
+	}
+	char reason[TL_AW_REASON_LEN] = "", msg[TL_AW_MESSAGE_LEN] = "";
+	tl_aw_cond(&W, "again", "Unhealthy", reason, msg);
+	cr_assert_str_eq(reason, "FoundFailedPods");
+	cr_assert(strstr(msg, "exited with code 7 (Error): first pod only"), "%s", msg);
+	if (tl_run_until_fn(&K.loop, running_again, aw, 60000) != 0) {
+		tl_aw_dump(&W, "again");
+		cr_assert_fail("not Running again after the reset in 60 s");
+	}
+	other_pod p = {.aw = "again", .not = first};
+	if (tl_run_until_fn(&K.loop, other_pod_found, &p, 30000) != 0) {
+		tl_aw_dump(&W, "again");
+		cr_assert_fail("no new pod after the reset in 30 s");
+	}
+	tl_aw_wait_phase(&W, "again", "Succeeded", 60000);
+	cr_assert(pod_phase_is(p.name, "Succeeded"), "the new pod %s did not succeed", p.name);
+	wait_wl_cond("again", "Finished", "True", 30000);
+	track *t = track_of("again");
+	cr_assert(t->wl_admitted, "Workload never seen admitted");
+	cr_assert_eq(t->wl_lost, 0, "Workload without quota %d times before Finished, first: %s",
+	             t->wl_lost, t->wl_lost_conds);
+	cr_assert_eq(t->resuspended, 0, "suspended again during the reset");
+	cr_assert_eq(t->njob_uids, 2, "a reset re-creates the Job once: %d Jobs", t->njob_uids);
+	int64_t resets = -1;
+	sf_jv_int64(sf_jv_path(sf_obj_root(tl_aw_cached(&W, "again")), "status.resettingCount"),
+	            &resets);
+	cr_assert_eq(resets, 1);
+	wait_cq_empty(30000);
+}
+
+/* A Job of 4 completions, 2 at a time: its first pair succeeding leaves no
+ * pod running, but the AppWrapper is Succeeded (and Kueue's Workload
+ * Finished) only once the Job has all 4: the Job as the API server had it
+ * when the watch first delivered Succeeded says so. */
+Test(kueue, f_a_job_of_four_completions_two_at_a_time_runs_them_all)
+{
+	queues("", 4, 0, "");
+	sf_obj_unref(create_job_aw("pairs", "1", 0, "\"completions\":4,\"parallelism\":2,",
+	                           "\"steadfast.test/kwok-run-for\":\"2s\"", "", NULL));
+	tl_aw_wait_phase(&W, "pairs", "Running", 60000);
+	/* Kueue admitted the pod set at the Job's parallelism */
+	wait_wl_cond("pairs", "Admitted", "True", 10000);
+	int64_t count = 0;
+	sf_jv_int64(sf_jv_path(sf_obj_root(workload_of("pairs")),
+	                       "status.admission.podSetAssignments[0].count"),
+	            &count);
+	cr_assert_eq(count, 2, "%s", workload_of("pairs")->json);
+
+	tl_aw_wait_phase(&W, "pairs", "Succeeded", 90000);
+	track *t = track_of("pairs");
+	tl_wait(&K.loop, &t->job_at_success, 10000);
+	sf_obj *job = t->job_at_success.obj;
+	cr_assert_eq(t->job_at_success.http_status, 200);
+	int64_t succeeded = -1;
+	sf_jv_int64(sf_jv_path(sf_obj_root(job), "status.succeeded"), &succeeded);
+	cr_assert_eq(succeeded, 4, "Succeeded with the Job at %lld: %s", (long long)succeeded,
+	             job->json);
+	char st[16] = "";
+	tl_aw_condition(sf_jv_path(sf_obj_root(job), "status.conditions"), "Complete", st,
+	                sizeof(st));
+	cr_assert_str_eq(st, "True", "%s", job->json);
+	cr_assert_eq(tl_aw_labelled(W.pods, "pairs"), 4);
+	wait_wl_cond("pairs", "Finished", "True", 30000);
+	cr_assert_eq(t->wl_lost, 0, "%s", t->wl_lost_conds);
+	wait_cq_empty(30000);
+}
+
+/* The holder of Lease NS/name, into buf ("" when none). */
+static void lease_holder(const char *name, char *buf, size_t n)
+{
+	tl_res r;
+	sf_kube_req q = {.method = "GET", .gvr = &SF_GVR_LEASES, .ns = NS, .name = name};
+	tl_do(&K, &q, &r);
+	buf[0] = '\0';
+	if (r.http_status == 200)
+		sf_jv_str(sf_jv_path(sf_obj_root(r.obj), "spec.holderIdentity"), buf, n);
+	tl_res_clear(&r);
+}
+
+/* Waits until the holder of Lease NS/name is one of ids[0..n) other than
+ * `not` (NULL: any); returns its index. */
+static int wait_leader(const char *name, const char *const *ids, int n, const char *not,
+                       long ms)
+{
+	char h[128];
+	for (;; ms -= 200) {
+		lease_holder(name, h, sizeof(h));
+		for (int i = 0; i < n; i++)
+			if (strcmp(h, ids[i]) == 0 && (!not || strcmp(h, not) != 0))
+				return i;
+		if (ms <= 0)
+			cr_assert_fail("Lease %s held by '%s', not by a replica (other than %s)", name,
+			               h, not ? not : "-");
+		pause_loop(200);
+	}
+}
+
+/* Successful creates of Jobs in NS in the audit log. */
+static int audit_job_creates(void)
+{
+	const char *path = tl_env("STEADFAST_AUDIT_LOG");
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "open %s", path);
+	char *line = NULL, ns[96];
+	size_t cap = 0;
+	int n = 0;
+	snprintf(ns, sizeof(ns), "\"namespace\":\"%s\"", NS);
+	while (getline(&line, &cap, f) > 0)
+		n += strstr(line, ns) && strstr(line, "\"verb\":\"create\"") &&
+		     strstr(line, "\"resource\":\"jobs\"") && strstr(line, "\"code\":201") &&
+		     strstr(line, "\"ResponseComplete\"");
+	free(line);
+	fclose(f);
+	return n;
+}
+
+typedef struct phase_count {
+	const char *phase;
+	int n;
+} phase_count;
+
+static int phase_visit(void *ud, sf_obj *o)
+{
+	phase_count *c = ud;
+	c->n += sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), c->phase);
+	return 0;
+}
+
+static int n_running_ge(void *ud)
+{
+	phase_count c = {"Running", 0};
+	sf_store_each(sf_informer_store(W.aws), phase_visit, &c);
+	return c.n >= *(int *)ud;
+}
+
+/* Every AppWrapper aw<0..n) of NS: admitted once, and after that never
+ * suspended again nor its spec changed; never Failed, MissingComponent or
+ * reset; exactly one Job (by UID); its Workload never without quota
+ * before Finished. */
+static void assert_undisturbed(int n)
+{
+	char name[32];
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "aw%d", i);
+		track *t = track_of(name);
+		cr_assert(t->unsuspended, "%s never admitted", name);
+		cr_assert_eq(t->resuspended, 0, "%s suspended again after admission", name);
+		cr_assert_eq(t->generation_changed, 0, "%s: spec changed after admission", name);
+		cr_assert_eq(t->failed, 0, "%s was Failed", name);
+		cr_assert_eq(t->missing, 0, "%s had a MissingComponent", name);
+		cr_assert_eq(t->resetting, 0, "%s was reset", name);
+		cr_assert_eq(t->njob_uids, 1, "%s had %d Jobs", name, t->njob_uids);
+		cr_assert_eq(t->wl_lost, 0, "Workload of %s lost its quota: %s", name,
+		             t->wl_lost_conds);
+	}
+}
+
+/* Incident A with Kueue admitting: three replicas with leader election,
+ * 20 AppWrappers, the leader SIGKILLed while half of them run. Nothing is
+ * undone or failed: no false MissingComponent or Failed, none suspended
+ * again after Kueue admitted it, one Job each (by UID, and one create each
+ * in the audit log), all Succeed. */
+Test(kueue, g_leader_killed_while_kueue_admits_twenty)
+{
+	tl_ctl_stop_all(&K.loop); /* the suite's replica: this test runs its own */
+	queues("", 10, 0, "");
+	static const char *const ids[] = {"ha-0", "ha-1", "ha-2"};
+	tl_ctl *rep[3];
+	for (int i = 0; i < 3; i++) {
+		tl_ctl_opts co = {.ns = NS,
+		                  .lease = "steadfast-kueue-ha",
+		                  .id = ids[i],
+		                  .config = CFG,
+		                  .lease_ms = 3000,
+		                  .renew_ms = 2000,
+		                  .retry_ms = 300};
+		rep[i] = tl_ctl_start(&K.loop, &co);
+	}
+	int lead = wait_leader("steadfast-kueue-ha", ids, 3, NULL, 30000);
+	char name[32];
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "aw%d", i);
+		sf_obj_unref(create_job_aw(name, "500m", 0, "",
+		                           "\"steadfast.test/kwok-run-for\":\"6s\"", "", NULL));
+		if (i == 9) {
+			int five = 5;
+			if (tl_run_until_fn(&K.loop, n_running_ge, &five, 60000) != 0)
+				cr_assert_fail("fewer than 5 AppWrappers Running in 60 s");
+			tl_ctl_signal(rep[lead], SIGKILL);
+			int sig = 0;
+			int64_t status = 0;
+			cr_assert_eq(tl_ctl_wait_exit(&K.loop, rep[lead], 10000, &status, &sig), 0);
+			cr_assert_eq(sig, SIGKILL);
+		}
+	}
+	int next = wait_leader("steadfast-kueue-ha", ids, 3, ids[lead], 30000);
+	cr_assert_neq(next, lead);
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "aw%d", i);
+		tl_aw_wait_phase(&W, name, "Succeeded", 120000);
+		wait_wl_cond(name, "Finished", "True", 30000);
+	}
+	assert_undisturbed(20);
+	cr_assert_eq(audit_job_creates(), 20, "Job creates in the audit log");
+	wait_cq_empty(30000);
+}
+
+typedef struct admitted_wait {
+	int n;
+} admitted_wait;
+
+static int all_admitted(void *ud)
+{
+	admitted_wait *a = ud;
+	char name[32];
+	for (int i = 0; i < a->n; i++) {
+		snprintf(name, sizeof(name), "aw%d", i);
+		track *t = track_of(name);
+		if (!t->unsuspended || !t->wl_admitted)
+			return 0;
+	}
+	return 1;
+}
+
+/* Every replica down while Kueue admits: with no controller running,
+ * Kueue admits three AppWrappers (spec.suspend false, podSetInfos); a
+ * replica started then undoes nothing (not suspended again, generation
+ * kept, the Workloads keep their quota) and runs them to the end. */
+Test(kueue, h_appwrappers_admitted_while_every_replica_is_down_run)
+{
+	tl_ctl_stop_all(&K.loop);
+	queues("", 4, 0, "");
+	char name[32];
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "aw%d", i);
+		sf_obj_unref(
+		    create_aw(name, 1, 0, "\"steadfast.test/kwok-run-for\":\"2s\"", "", NULL));
+	}
+	admitted_wait a = {3};
+	if (tl_run_until_fn(&K.loop, all_admitted, &a, 60000) != 0) {
+		sf_obj *wl = workload_of("aw0");
+		tl_aw_dump(&W, "aw0");
+		cr_assert_fail("Kueue did not admit all three in 60 s; aw0's Workload: %s",
+		               wl ? wl->json : "(none)");
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "aw%d", i);
+		sf_jv root = sf_obj_root(tl_aw_cached(&W, name));
+		cr_assert(sf_jv_ok(sf_jv_path(root, "spec.components[0].podSetInfos")),
+		          "admitted without podSetInfos: %s", tl_aw_cached(&W, name)->json);
+		/* nobody ran it: no status, no Job */
+		cr_assert(!sf_jv_ok(sf_jv_path(root, "status.phase")),
+		          "a phase with no controller: %s", tl_aw_cached(&W, name)->json);
+		cr_assert_eq(tl_aw_labelled(W.jobs, name), 0);
+	}
+	tl_ctl_opts co = {.ns = NS, .lease = "steadfast-kueue", .id = "kueue-late", .config = CFG};
+	tl_ctl_start(&K.loop, &co);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "aw%d", i);
+		tl_aw_wait_phase(&W, name, "Succeeded", 90000);
+		wait_wl_cond(name, "Finished", "True", 30000);
+	}
+	assert_undisturbed(3);
+	wait_cq_empty(30000);
 }
