@@ -6,6 +6,13 @@
 #
 #   test/cluster/build.sh            build if missing, print the directory
 #   test/cluster/build.sh --print    print the directory only
+#
+# ---- kubelet (KUBELET=true up.sh) ----
+# With KUBELET=true in the environment it also builds the kubelet from the
+# same pinned k8s.io/kubernetes (it shares most packages with the others, so
+# it is quick once they are built), for the one real node of
+# `KUBELET=true up.sh`.
+# ---- end kubelet ----
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +24,9 @@ dir="$cache/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
 if [ "${1:-}" = "--print" ]; then echo "$dir"; exit 0; fi
 
 bins="etcd kube-apiserver kube-controller-manager"
+# ---- kubelet (KUBELET=true up.sh) ----
+[ "${KUBELET:-}" = true ] && bins="$bins kubelet"
+# ---- end kubelet ----
 missing=""
 for b in $bins; do [ -x "$dir/$b" ] || missing="$missing $b"; done
 if [ -z "$missing" ]; then echo "$dir"; exit 0; fi
