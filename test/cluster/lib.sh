@@ -18,6 +18,9 @@ CLUSTER_COMPONENTS="etcd kube-apiserver kube-controller-manager"
 cluster_components() {
   local c=$CLUSTER_COMPONENTS
   [ -f "$1/cmd/etcd-leases.args" ] && c="etcd-leases $c"
+  # ---- kubelet (KUBELET=true) ----
+  [ -f "$1/cmd/kubelet.args" ] && c="$c relay-host relay-node containerd kubelet"
+  # ---- end kubelet ----
   echo "$c"
 }
 
@@ -25,6 +28,9 @@ cluster_components() {
 component_binary() {
   case $1 in
     etcd-leases) echo etcd ;;
+    # ---- kubelet (KUBELET=true) ----
+    relay-host|relay-node) echo socat ;;
+    # ---- end kubelet ----
     *) echo "$1" ;;
   esac
 }

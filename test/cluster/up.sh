@@ -16,10 +16,20 @@
 # LEASE_ETCD=true runs a second etcd for coordination.k8s.io/leases
 # (--etcd-servers-overrides, as large clusters do): Lease resourceVersions
 # then come from another revision counter than everything else's.
+# ---- kubelet (KUBELET=true) ----
+# KUBELET=true also runs one real node, `localhost`: containerd, runc and a
+# kubelet in a network namespace of their own, with a pod network inside it
+# (node.sh says how), and kube-controller-manager gets the controllers a
+# Deployment needs (deployment, replicaset, root-CA publisher, disruption).
+# up.sh returns once the node is Ready.
+# ---- end kubelet ----
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
+# ---- kubelet (KUBELET=true) ----
+. "$here/node.sh"
+# ---- end kubelet ----
 
 dir=$(cluster_state_dir "${1:-}")
 t0=$(now_ms)
@@ -69,6 +79,9 @@ bin=$("$here/build.sh") || die "building the control-plane binaries failed"
 for b in $CLUSTER_COMPONENTS; do
   [ -x "$bin/$b" ] || die "missing $bin/$b"
 done
+# ---- kubelet (KUBELET=true) ----
+[ "${KUBELET:-}" != true ] || [ -x "$bin/kubelet" ] || die "missing $bin/kubelet"
+# ---- end kubelet ----
 
 touch "$dir/$CLUSTER_MARKER"
 # Keeps git from ever listing the state (the default lives inside the repo).
@@ -88,6 +101,9 @@ on_exit() {
   trap - EXIT INT TERM
   log "startup FAILED after $(elapsed)"
   [ -n "$current" ] && show_log_tail "$current" "$dir"
+  # ---- kubelet (KUBELET=true) ----
+  [ "${KUBELET:-}" = true ] && { node_stop "$dir" || true; }
+  # ---- end kubelet ----
   for c in $started; do stop_component "$c" "$dir" || true; done
   rm -f "$dir/env"
   log "stopped what was started; logs kept in $dir/logs (down.sh removes them)"
@@ -412,9 +428,13 @@ log "RBAC for steadfast-lowpriv and the controller manager created"
 
 # ------------------------------------------------- kube-controller-manager
 current=kube-controller-manager
+kcm_controllers=garbage-collector-controller,job-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller
+# ---- kubelet (KUBELET=true) ----
+[ "${KUBELET:-}" = true ] && kcm_controllers=$kcm_controllers,$NODE_KCM_CONTROLLERS
+# ---- end kubelet ----
 save_args kube-controller-manager "$dir" "$bin/kube-controller-manager" \
   --kubeconfig="$dir/controller-manager.kubeconfig" \
-  --controllers=garbage-collector-controller,job-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller \
+  --controllers="$kcm_controllers" \
   --use-service-account-credentials=false \
   --service-account-private-key-file="$pki/sa.key" \
   --root-ca-file="$pki/ca.crt" \
@@ -436,6 +456,15 @@ until [ "$(admin_curl "$dir" -o /dev/null -w '%{http_code}' \
 done
 log "ServiceAccount default/default exists ($(elapsed))"
 
+# ---- kubelet (KUBELET=true) ----
+node_env=()
+if [ "${KUBELET:-}" = true ]; then
+  node_start "$dir"
+  node_env=("STEADFAST_NODE=$NODE_NAME" "STEADFAST_NODE_DIR=$(node_dir "$dir")"
+            "STEADFAST_CONTAINERD_SOCK=$(node_sock "$dir")")
+fi
+# ---- end kubelet ----
+
 # ------------------------------------------------------------------- env file
 {
   for kv in \
@@ -453,7 +482,8 @@ log "ServiceAccount default/default exists ($(elapsed))"
     "STEADFAST_SA_KEY=$pki/sa.key" \
     "STEADFAST_SA_PUB=$pki/sa.pub" \
     "STEADFAST_SA_ISSUER=https://kubernetes.default.svc" \
-    "STEADFAST_CLUSTER_DIR=$dir"; do
+    "STEADFAST_CLUSTER_DIR=$dir" \
+    ${node_env[@]+"${node_env[@]}"}; do
     printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
   done
 } >"$dir/env.tmp"
