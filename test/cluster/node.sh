@@ -317,14 +317,10 @@ node_stop() {
   sock=$(node_sock "$dir")
   stop_component kubelet "$dir" || rc=1
   if component_running containerd "$dir"; then
+    # SIGKILL every task, then delete it (its shim exits with it)
     ids=$(node_ctr "$dir" tasks list -q 2>/dev/null || true)
     for id in $ids; do node_ctr "$dir" tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true; done
-    for id in $ids; do
-      for _ in $(seq 1 50); do
-        node_ctr "$dir" tasks delete "$id" >/dev/null 2>&1 && break
-        sleep 0.1
-      done
-    done
+    for id in $ids; do node_ctr "$dir" tasks delete -f "$id" >/dev/null 2>&1 || true; done
   fi
   stop_component containerd "$dir" || rc=1
   # shims left behind (containerd gone before their tasks): only those
@@ -349,8 +345,12 @@ node_stop() {
     done
     [ -d "$h/$cg" ] && { log "could not remove cgroup $h/$cg"; rc=1; }
   done
-  stop_component relay-node "$dir" || rc=1
-  stop_component relay-host "$dir" || rc=1
+  # the relays fork a child per connection: stop each one's process group
+  # (start_component made it a session leader, so its pid is the group's)
+  for c in relay-node relay-host; do
+    component_running "$c" "$dir" && kill -KILL -- "-$(recorded_pid "$c" "$dir")" 2>/dev/null || true
+    stop_component "$c" "$dir" || rc=1
+  done
   # mounts under the state dir, deepest first (the netns file last)
   awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
