@@ -8,6 +8,9 @@
 # kubelet's root directory, pod logs and volume plugins, the CNI config and
 # address allocations, and a cgroup root of its own in each cgroup v1
 # hierarchy (so two nodes on one machine never see each other's pods).
+# Two exceptions containerd 1.6 cannot move: its shims' sockets in
+# /run/containerd/s (gone with the shims) and libcni's result cache in
+# /var/lib/cni/results (node_stop removes this node's entries).
 #
 # Networking: containerd and the kubelet run in a network namespace made
 # for this node (STATE_DIR/node/netns). Pods get their own network
@@ -311,18 +314,23 @@ EOF
 # under the state dir (pod volumes, rootfs, network namespaces). Safe to
 # run when no node was started.
 node_stop() {
-  local dir=$1 n sock cg p ids rc=0
+  local dir=$1 n sock cg p ids cids="" rc=0
   n=$(node_dir "$dir")
   [ -d "$n" ] || return 0
   sock=$(node_sock "$dir")
   stop_component kubelet "$dir" || rc=1
   if component_running containerd "$dir"; then
+    # libcni caches each pod network's result in /var/lib/cni/results
+    # (containerd 1.6 cannot move it) until the sandbox is torn down, which
+    # killing it skips: remember the node's container ids to drop theirs
+    cids=$(node_ctr "$dir" containers list -q 2>/dev/null || true)
     # SIGKILL every task, then delete it (its shim exits with it)
     ids=$(node_ctr "$dir" tasks list -q 2>/dev/null || true)
     for id in $ids; do node_ctr "$dir" tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true; done
     for id in $ids; do node_ctr "$dir" tasks delete -f "$id" >/dev/null 2>&1 || true; done
   fi
   stop_component containerd "$dir" || rc=1
+  for id in ${cids:-}; do rm -f /var/lib/cni/results/*-"$id"-*; done
   # shims left behind (containerd gone before their tasks): only those
   # serving this node's socket
   for p in /proc/[0-9]*; do
