@@ -123,8 +123,10 @@ image: $(DEPS_STAMP)
 unit: $(UNIT_BIN)
 	@RESULTS=$(O)/test-results tools/run-tests.sh unit $(UNIT_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
 
+# KUBELET=true: also the kubelet, for the node suite's KUBELET=true up.sh
+# (built here, before any test's timeout runs).
 cluster-build: $(DEPS_STAMP)
-	@test/cluster/build.sh >/dev/null
+	@KUBELET=true test/cluster/build.sh >/dev/null
 
 cluster-up: cluster-build
 	@test/cluster/up.sh $(CLUSTER_DIR)
