@@ -123,9 +123,11 @@ image: $(DEPS_STAMP)
 unit: $(UNIT_BIN)
 	@RESULTS=$(O)/test-results tools/run-tests.sh unit $(UNIT_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
 
-# Also kube-scheduler, Kueue and kwok: the kueue integration suite runs them.
+# Also kube-scheduler, Kueue and kwok (the kueue integration suite runs
+# them) and the kubelet (the node suite's KUBELET=true up.sh): built here,
+# before any test's timeout runs.
 cluster-build: $(DEPS_STAMP)
-	@test/cluster/build.sh --kueue >/dev/null
+	@KUBELET=true test/cluster/build.sh --kueue >/dev/null
 
 cluster-up: cluster-build
 	@test/cluster/up.sh $(CLUSTER_DIR)

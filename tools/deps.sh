@@ -3,7 +3,9 @@
 # the Debian packages (libcurl GnuTLS flavour, yajl, libyaml, GnuTLS, libuv,
 # criterion, pkg-config, clang and its libFuzzer runtime, openssl, python3,
 # podman, runc and mmdebstrap for the image and its tests, python3-yaml and
-# util-linux's unshare for the KUEUE=true test control plane),
+# util-linux's unshare for the KUEUE=true test control plane; containerd,
+# the CNI plugins, socat, iproute2, iptables and the static busybox for the
+# real node of KUBELET=true test/cluster/up.sh),
 # and a Go toolchain new enough for the pinned Kubernetes release.
 set -euo pipefail
 
@@ -13,6 +15,7 @@ pkgs=(
 	libgnutls28-dev libuv1-dev libcriterion-dev clang libclang-rt-14-dev
 	clang-format cppcheck openssl python3 curl ca-certificates git
 	podman runc mmdebstrap python3-yaml util-linux
+	containerd containernetworking-plugins socat iproute2 iptables busybox-static
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -17,6 +17,13 @@
 #       kueue-module / kwok-module (the module's source in the Go module
 #       cache, downloaded if absent: Kueue's CRDs and webhook configurations,
 #       kwok's node stages are read from there)
+#
+# ---- kubelet (KUBELET=true up.sh) ----
+# With KUBELET=true in the environment it also builds the kubelet from the
+# same pinned k8s.io/kubernetes (it shares most packages with the others, so
+# it is quick once they are built), for the one real node of
+# `KUBELET=true up.sh`.
+# ---- end kubelet ----
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,6 +82,9 @@ if [ "$with_kueue" = true ]; then
   targets="$targets $kueue_dir/kueue:kueue:sigs.k8s.io/kueue/cmd/kueue"
   targets="$targets $kwok_dir/kwok:kwok:sigs.k8s.io/kwok/cmd/kwok"
 fi
+# ---- kubelet (KUBELET=true up.sh) ----
+[ "${KUBELET:-}" = true ] && targets="$targets $dir/kubelet:build:k8s.io/kubernetes/cmd/kubelet"
+# ---- end kubelet ----
 missing=""
 for t in $targets; do [ -x "${t%%:*}" ] || missing="$missing $t"; done
 if [ -z "$missing" ]; then echo "$dir"; exit 0; fi

@@ -4,12 +4,19 @@
 # only after checking each still is the recorded binary running for this
 # state directory (SIGTERM, up to 10 s grace, then SIGKILL). Safe to run when
 # nothing is up.
+# ---- kubelet (KUBELET=true) ----
+# A node started with KUBELET=true goes first, with its containers, cgroups
+# and mounts (node.sh, node_stop).
+# ---- end kubelet ----
 #
 #   test/cluster/down.sh [STATE_DIR]     default STATE_DIR: <repo>/.cluster
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
+# ---- kubelet (KUBELET=true) ----
+. "$here/node.sh"
+# ---- end kubelet ----
 
 dir=$(cluster_state_dir "${1:-}")
 
@@ -33,6 +40,10 @@ exec 8<"$dir"
 flock -w 15 8 || log "state dir still locked after 15 s; stopping anyway"
 
 rc=0
+# ---- kubelet (KUBELET=true) ----
+# the node first: its containers, shims, cgroups and mounts go with it
+node_stop "$dir" || rc=1
+# ---- end kubelet ----
 for c in $ALL_COMPONENTS; do
   stop_component "$c" "$dir" || rc=1
 done

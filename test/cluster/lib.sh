@@ -27,6 +27,9 @@ cluster_components() {
   for k in $KUEUE_COMPONENTS; do
     [ -f "$1/cmd/$k.args" ] && c="$c $k"
   done
+  # ---- kubelet (KUBELET=true) ----
+  [ -f "$1/cmd/kubelet.args" ] && c="$c relay-host relay-node containerd kubelet"
+  # ---- end kubelet ----
   echo "$c"
 }
 
@@ -35,6 +38,9 @@ cluster_components() {
 component_binary() {
   case $1 in
     etcd-leases) echo etcd ;;
+    # ---- kubelet (KUBELET=true) ----
+    relay-host|relay-node) echo socat ;;
+    # ---- end kubelet ----
     *) echo "$1" ;;
   esac
 }

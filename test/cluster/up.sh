@@ -21,10 +21,20 @@
 # default 2, are created here) and Kueue (AppWrapper and batch/job
 # integrations, its CRDs and webhooks installed, the webhooks served on
 # 127.0.0.1), after installing the AppWrapper CRD (README.md).
+# ---- kubelet (KUBELET=true) ----
+# KUBELET=true also runs one real node, `localhost`: containerd, runc and a
+# kubelet in a network namespace of their own, with a pod network inside it
+# (node.sh says how), and kube-controller-manager gets the controllers a
+# Deployment needs (deployment, replicaset, root-CA publisher, disruption).
+# up.sh returns once the node is Ready.
+# ---- end kubelet ----
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
+# ---- kubelet (KUBELET=true) ----
+. "$here/node.sh"
+# ---- end kubelet ----
 
 dir=$(cluster_state_dir "${1:-}")
 t0=$(now_ms)
@@ -88,6 +98,9 @@ bin=$("$here/build.sh") || die "building the control-plane binaries failed"
 for b in $CLUSTER_COMPONENTS; do
   [ -x "$bin/$b" ] || die "missing $bin/$b"
 done
+# ---- kubelet (KUBELET=true) ----
+[ "${KUBELET:-}" != true ] || [ -x "$bin/kubelet" ] || die "missing $bin/kubelet"
+# ---- end kubelet ----
 
 touch "$dir/$CLUSTER_MARKER"
 # Keeps git from ever listing the state (the default lives inside the repo).
@@ -107,6 +120,9 @@ on_exit() {
   trap - EXIT INT TERM
   log "startup FAILED after $(elapsed)"
   [ -n "$current" ] && show_log_tail "$current" "$dir"
+  # ---- kubelet (KUBELET=true) ----
+  [ "${KUBELET:-}" = true ] && { node_stop "$dir" || true; }
+  # ---- end kubelet ----
   for c in $started; do stop_component "$c" "$dir" || true; done
   rm -f "$dir/env"
   log "stopped what was started; logs kept in $dir/logs (down.sh removes them)"
@@ -448,6 +464,9 @@ if [ "$kueue" = true ]; then
   kcm_controllers="$kcm_controllers,node-lifecycle-controller"
   kcm_extra+=(--node-monitor-period=1s)
 fi
+# ---- kubelet (KUBELET=true) ----
+[ "${KUBELET:-}" = true ] && kcm_controllers=$kcm_controllers,$NODE_KCM_CONTROLLERS
+# ---- end kubelet ----
 save_args kube-controller-manager "$dir" "$bin/kube-controller-manager" \
   --kubeconfig="$dir/controller-manager.kubeconfig" \
   --controllers="$kcm_controllers" \
@@ -475,6 +494,14 @@ log "ServiceAccount default/default exists ($(elapsed))"
 
 kueue_env=()
 if [ "$kueue" = true ]; then . "$here/up-kueue.sh"; fi
+# ---- kubelet (KUBELET=true) ----
+node_env=()
+if [ "${KUBELET:-}" = true ]; then
+  node_start "$dir"
+  node_env=("STEADFAST_NODE=$NODE_NAME" "STEADFAST_NODE_DIR=$(node_dir "$dir")"
+            "STEADFAST_CONTAINERD_SOCK=$(node_sock "$dir")")
+fi
+# ---- end kubelet ----
 
 # ------------------------------------------------------------------- env file
 {
@@ -494,7 +521,8 @@ if [ "$kueue" = true ]; then . "$here/up-kueue.sh"; fi
     "STEADFAST_SA_PUB=$pki/sa.pub" \
     "STEADFAST_SA_ISSUER=https://kubernetes.default.svc" \
     "STEADFAST_CLUSTER_DIR=$dir" \
-    ${kueue_env[@]+"${kueue_env[@]}"}; do
+    ${kueue_env[@]+"${kueue_env[@]}"} \
+    ${node_env[@]+"${node_env[@]}"}; do
     printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
   done
 } >"$dir/env.tmp"
