@@ -22,13 +22,20 @@
  *     Ready again once the connection is back;
  *   - the PodDisruptionBudget holds: with 3 replicas healthy, evicting one
  *     is allowed and evicting a second right after is refused (429).
- * Each test starts and stops its own control plane and node (about 20 s);
- * waits poll the API with deadlines.
+ * The suite has one control plane and node for the whole run, in
+ * /tmp/steadfast-node.<runner pid>: the first test starts it (up.sh does
+ * nothing when it is up), the runner stops it once the suite is done;
+ * $STEADFAST_NODE_CLUSTER_DIR names another one to use (and keep). The
+ * Deployment, once applied, stays for the next test (applying it again
+ * changes nothing); the failover test runs first, so the replicas' logs it
+ * reads have seen no other test. Waits poll the API with deadlines.
  */
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "steadfast/jdoc.h"
@@ -70,6 +77,32 @@ static double ms_since(int64_t t0)
 	return (double)(sf_mono_ns() - t0) / 1e6;
 }
 
+/* ---- the suite's control plane ---- */
+
+#define DIR_ENV "STEADFAST_NODE_CLUSTER_DIR"
+static char OWN_DIR[128]; /* in the runner: the directory it must stop */
+
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+	(void)set;
+	const char *d = getenv(DIR_ENV);
+	if (d && *d)
+		return;
+	snprintf(OWN_DIR, sizeof(OWN_DIR), "/tmp/steadfast-node.%d", (int)getpid());
+	setenv(DIR_ENV, OWN_DIR, 1);
+}
+
+ReportHook(POST_SUITE)(struct criterion_suite_stats *st)
+{
+	struct stat sb;
+	if (!OWN_DIR[0] || strcmp(st->suite->name, "node") != 0 || stat(OWN_DIR, &sb) != 0)
+		return;
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "test/cluster/down.sh '%s' >>'%s.log' 2>&1", OWN_DIR, OWN_DIR);
+	if (system(cmd) != 0)
+		fprintf(stderr, "node: %s failed: see %s.log\n", cmd, OWN_DIR);
+}
+
 static void node_fini(void)
 {
 	if (K_OPEN) {
@@ -77,20 +110,21 @@ static void node_fini(void)
 		tl_aw_watch_stop(&W);
 		tl_kube_close(&K);
 	}
-	if (STATE[0])
-		tl_sh(NULL, "test/cluster/down.sh '%s' >>'%s.log' 2>&1", STATE, STATE);
 }
 
 TestSuite(node, .fini = node_fini, .timeout = 420);
 
-/* KUBELET=true up.sh in a fresh state dir, and K on its API server. */
+/* The suite's KUBELET=true control plane (started by the first test), and
+ * K on its API server. */
 static void node_up(void)
 {
 	sf_log_set_level(getenv("SF_DEBUG") ? SF_LOG_DEBUG : SF_LOG_WARN);
-	snprintf(STATE, sizeof(STATE), "/tmp/steadfast-node.%d", (int)getpid());
+	const char *dir = getenv(DIR_ENV);
+	cr_assert(dir && *dir && strlen(dir) < sizeof(STATE), DIR_ENV " is not set");
+	snprintf(STATE, sizeof(STATE), "%s", dir);
 	int64_t t0 = sf_mono_ns();
 	cr_assert_eq(
-	    tl_sh(NULL, "KUBELET=true test/cluster/up.sh '%s' >'%s.log' 2>&1", STATE, STATE), 0,
+	    tl_sh(NULL, "KUBELET=true test/cluster/up.sh '%s' >>'%s.log' 2>&1", STATE, STATE), 0,
 	    "KUBELET=true up.sh failed: see %s.log", STATE);
 	fprintf(stderr, "node: KUBELET=true up.sh took %.1f s\n", ms_since(t0) / 1000);
 	sf_buf out;
@@ -534,7 +568,7 @@ static void pod_log(const pod *p, sf_buf *out)
 	      STATE, p->name, p->uid);
 }
 
-Test(node, deployment_three_replicas_one_leader_failover_on_delete)
+Test(node, a_deployment_three_replicas_one_leader_failover_on_delete)
 {
 	node_up();
 	pod p[MAX_PODS];
