@@ -523,8 +523,8 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 	c->max_retries_429 = opts && opts->max_retries_429
 	                         ? (opts->max_retries_429 < 0 ? 0 : opts->max_retries_429)
 	                         : 5;
-	char ua[160];
-	snprintf(ua, sizeof(ua), "User-Agent: %s",
+	char ua[600];
+	snprintf(ua, sizeof(ua), "User-Agent: %.580s",
 	         opts && opts->user_agent ? opts->user_agent
 	                                  : "steadfast/" SF_VERSION " (linux/amd64)");
 	c->ua_header = strdup(ua);

@@ -290,8 +290,15 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		return 1;
 	}
 	uv_loop_init(&m.loop);
-	char ua[128];
-	snprintf(ua, sizeof(ua), "steadfast/%s (linux) appwrapper-controller", SF_VERSION);
+	char idbuf[300];
+	const char *identity = o->identity;
+	if (!identity && sf_elect_default_identity(idbuf, sizeof(idbuf)) == 0)
+		identity = idbuf;
+	/* the identity in the user agent: an audit log then tells which
+	 * replica sent each request (they share one ServiceAccount) */
+	char ua[512];
+	snprintf(ua, sizeof(ua), "steadfast/%s (linux) appwrapper-controller/%.400s", SF_VERSION,
+	         identity ? identity : "");
 	sf_kube_client_opts co = {.user_agent = ua,
 	                          .qps = o->kube_api_qps ? o->kube_api_qps : 50,
 	                          .burst = o->kube_api_burst ? o->kube_api_burst : 100};
@@ -299,10 +306,6 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		sf_log_error(LOGGER, "cannot create the API client", "error", strerror(-rc), NULL);
 		goto fail;
 	}
-	char idbuf[300];
-	const char *identity = o->identity;
-	if (!identity && sf_elect_default_identity(idbuf, sizeof(idbuf)) == 0)
-		identity = idbuf;
 	/* the controller's namespace: the Lease's, and the admission
 	 * parameters' unless named */
 	const char *own_ns = o->lease_namespace;
@@ -343,6 +346,7 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		    .ns = own_ns,
 		    .name = o->lease_name ? o->lease_name : SF_MGR_DEFAULT_LEASE,
 		    .identity = identity,
+		    .user_agent = ua,
 		    .lease_duration_ms = o->lease_ms,
 		    .renew_deadline_ms = o->renew_ms,
 		    .retry_period_ms = o->retry_ms,

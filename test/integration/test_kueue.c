@@ -42,7 +42,6 @@
  * done. $STEADFAST_KUEUE_CLUSTER_DIR names another one to use (and keep).
  */
 #include <criterion/criterion.h>
-#include <criterion/hooks.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,33 +70,7 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 /* ---- the suite's control plane ---- */
 
 #define DIR_ENV "STEADFAST_KUEUE_CLUSTER_DIR"
-static char OWN_DIR[128]; /* in the runner: the directory it must stop */
-
-ReportHook(PRE_ALL)(struct criterion_test_set *set)
-{
-	(void)set;
-	const char *d = getenv(DIR_ENV);
-	if (d && *d)
-		return;
-	snprintf(OWN_DIR, sizeof(OWN_DIR), "/tmp/steadfast-kueue.%d", (int)getpid());
-	setenv(DIR_ENV, OWN_DIR, 1);
-}
-
-ReportHook(POST_SUITE)(struct criterion_suite_stats *st)
-{
-	struct stat sb;
-	if (!OWN_DIR[0] || strcmp(st->suite->name, "kueue") != 0 || stat(OWN_DIR, &sb) != 0)
-		return;
-	char cmd[4608], src[4096];
-	const char *down = "test/cluster/down.sh";
-	if (access(down, X_OK) != 0 && getenv("STEADFAST_SRC_DIR")) {
-		snprintf(src, sizeof(src), "%s/%s", getenv("STEADFAST_SRC_DIR"), down);
-		down = src;
-	}
-	snprintf(cmd, sizeof(cmd), "'%s' '%s' >>'%s.log' 2>&1", down, OWN_DIR, OWN_DIR);
-	if (system(cmd) != 0)
-		fprintf(stderr, "kueue: %s failed: see %s.log\n", cmd, OWN_DIR);
-}
+/* the directory is named and stopped by suite_clusters.c */
 
 static tl_kube K;
 static char NS[64];

@@ -15,7 +15,7 @@
  *     and exits 1 ends Failed with the exit code and message the runtime
  *     reported, and a Warning Event. Kueue is not part of this profile: the
  *     test admits the AppWrapper itself (spec.suspend=false). The
- *     controller runs as a process here (tl_ctl), against the same API;
+ *     controller is the Deployment's leader;
  *   - readiness judged by the kubelet: a follower whose API server
  *     connection is cut (its packets to the API relay rejected inside the
  *     node's network namespace) goes unready and is not restarted, and is
@@ -31,11 +31,11 @@
  * reads have seen no other test. Waits poll the API with deadlines.
  */
 #include <criterion/criterion.h>
-#include <criterion/hooks.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "steadfast/jdoc.h"
@@ -80,28 +80,7 @@ static double ms_since(int64_t t0)
 /* ---- the suite's control plane ---- */
 
 #define DIR_ENV "STEADFAST_NODE_CLUSTER_DIR"
-static char OWN_DIR[128]; /* in the runner: the directory it must stop */
-
-ReportHook(PRE_ALL)(struct criterion_test_set *set)
-{
-	(void)set;
-	const char *d = getenv(DIR_ENV);
-	if (d && *d)
-		return;
-	snprintf(OWN_DIR, sizeof(OWN_DIR), "/tmp/steadfast-node.%d", (int)getpid());
-	setenv(DIR_ENV, OWN_DIR, 1);
-}
-
-ReportHook(POST_SUITE)(struct criterion_suite_stats *st)
-{
-	struct stat sb;
-	if (!OWN_DIR[0] || strcmp(st->suite->name, "node") != 0 || stat(OWN_DIR, &sb) != 0)
-		return;
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "test/cluster/down.sh '%s' >>'%s.log' 2>&1", OWN_DIR, OWN_DIR);
-	if (system(cmd) != 0)
-		fprintf(stderr, "node: %s failed: see %s.log\n", cmd, OWN_DIR);
-}
+/* the directory is named and stopped by suite_clusters.c */
 
 static void node_fini(void)
 {
@@ -668,12 +647,10 @@ Test(node, incident_b_real_container_exit_fails_the_appwrapper)
 	char ns[64];
 	tl_namespace(&K, "node-b", ns, sizeof(ns));
 	tl_aw_watch_start(&W, &K, ns);
-	char kc[128];
-	snprintf(kc, sizeof(kc), "%s/admin.kubeconfig", STATE);
-	tl_ctl_opts o = {.ns = ns, .lease = "steadfast-node-b", .id = "node-b", .kubeconfig = kc};
-	tl_ctl *ctl = tl_ctl_start(&K.loop, &o);
-	cr_assert(tl_ctl_wait_log(&K.loop, ctl, "acquired the lease", 0, 30000) >= 0,
-	          "the controller did not lead");
+	/* the controller is the Deployment's leader (a second controller
+	 * process here would reconcile the same AppWrapper) */
+	pod p[MAX_PODS];
+	deploy_and_wait(p);
 
 	/* The container's message is what the runtime reads back from
 	 * /dev/termination-log when it exits; terminalExitCodes makes exit 1
@@ -877,4 +854,263 @@ Test(node, pdb_refuses_a_second_eviction)
 		          msg);
 		pause_ms(500);
 	}
+}
+
+/* ---- kubectl rollout restart ---- */
+
+/* One request of a replica, from the audit log. */
+typedef struct areq {
+	char who[160]; /* the identity in its user agent */
+	char verb[16], res[64], name[128];
+	int lease; /* an update of the election Lease */
+	long long us;
+} areq;
+
+static long long audit_us(const char *ts)
+{
+	/* 2026-12-01T17:03:29.123456Z */
+	struct tm tm = {0};
+	int us = 0;
+	char frac[16] = "";
+	if (sscanf(ts, "%d-%d-%dT%d:%d:%d.%15[0-9]", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+	           &tm.tm_hour, &tm.tm_min, &tm.tm_sec, frac) < 6)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	for (int i = 0; i < 6; i++)
+		us = us * 10 + (frac[i] >= '0' && frac[i] <= '9' ? frac[i] - '0' : 0);
+	return (long long)timegm(&tm) * 1000000LL + us;
+}
+
+#define UA_PREFIX "steadfast/"
+#define UA_MARK "appwrapper-controller/"
+
+/* The successful mutating requests of the replicas since byte from. */
+static size_t audit_writes(long from, areq **out)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "%s/audit.log", STATE);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "open %s", path);
+	fseek(f, from, SEEK_SET);
+	areq *a = NULL;
+	size_t n = 0, cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &lcap, f)) > 0) {
+		if (!strstr(line, UA_MARK) || !strstr(line, "\"ResponseComplete\""))
+			continue;
+		char err[256];
+		sf_obj *o = sf_obj_parse(line, (size_t)len, err, sizeof(err));
+		if (!o)
+			continue;
+		sf_jv r = sf_obj_root(o);
+		char ua[600] = "", ts[64] = "";
+		int64_t code = 0;
+		areq e = {0};
+		sf_jv_str(sf_jv_get(r, "userAgent"), ua, sizeof(ua));
+		sf_jv_str(sf_jv_get(r, "verb"), e.verb, sizeof(e.verb));
+		sf_jv_str(sf_jv_path(r, "objectRef.resource"), e.res, sizeof(e.res));
+		sf_jv_str(sf_jv_path(r, "objectRef.name"), e.name, sizeof(e.name));
+		sf_jv_str(sf_jv_get(r, "stageTimestamp"), ts, sizeof(ts));
+		sf_jv_int64(sf_jv_path(r, "responseStatus.code"), &code);
+		const char *id = strstr(ua, UA_MARK);
+		int write = !strcmp(e.verb, "create") || !strcmp(e.verb, "update") ||
+		            !strcmp(e.verb, "patch") || !strcmp(e.verb, "delete");
+		if (strncmp(ua, UA_PREFIX, strlen(UA_PREFIX)) == 0 && id && write && code >= 200 &&
+		    code < 300) {
+			snprintf(e.who, sizeof(e.who), "%s", id + strlen(UA_MARK));
+			e.lease = !strcmp(e.res, "leases") && !strcmp(e.name, LEASE);
+			e.us = audit_us(ts);
+			if (n == cap) {
+				cap = cap ? cap * 2 : 256;
+				a = realloc(a, cap * sizeof(*a));
+				cr_assert(a);
+			}
+			a[n++] = e;
+		}
+		sf_obj_unref(o);
+	}
+	free(line);
+	fclose(f);
+	*out = a;
+	return n;
+}
+
+/* A Pod AppWrapper of a container that sleeps, on the node. */
+static void sleeper_aw(const char *ns, const char *name, const char *image)
+{
+	char aw[2048];
+	snprintf(aw, sizeof(aw),
+	         "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	         "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"components\":[{"
+	         "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
+	         "\"spec\":{\"nodeName\":\"%s\",\"restartPolicy\":\"Never\","
+	         "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\",\"image\":"
+	         "\"%s\",\"imagePullPolicy\":\"Never\",\"command\":[\"/bin/busybox\",\"sleep\","
+	         "\"3600\"]}]}}}]}}",
+	         name, ns, name, NODE, image);
+	tl_aw_create(&W, aw);
+}
+
+/* The phase, resettingCount and the component pod's uid of AppWrapper n. */
+static void aw_state(const char *ns, const char *n, char *phase, size_t pn, int64_t *resets,
+                     char *uid, size_t un)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/apis/workload.codeflare.dev/v1beta2/namespaces/%s/appwrappers/%s",
+	         ns, n);
+	sf_obj *o = get_obj(path);
+	cr_assert_not_null(o, "AppWrapper %s is gone", n);
+	phase[0] = 0;
+	*resets = 0;
+	sf_jv_str(sf_jv_path(sf_obj_root(o), "status.phase"), phase, pn);
+	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.resettingCount"), resets);
+	sf_obj_unref(o);
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, n);
+	sf_obj *p = get_obj(path);
+	uid[0] = 0;
+	if (p) {
+		snprintf(uid, un, "%s", p->uid);
+		sf_obj_unref(p);
+	}
+}
+
+/* `kubectl rollout restart` of the Deployment, with two AppWrappers
+ * running: all three replicas are replaced one by one, the Lease passes
+ * to a new pod, and from the audit log (each replica's identity is in its
+ * user agent) every successful write of a replica falls inside its own
+ * leadership (from its first to its last Lease write), the leaderships do
+ * not overlap, and the AppWrappers stay Running with their pods, never
+ * reset. */
+Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
+{
+	node_up();
+	pod p[MAX_PODS];
+	deploy_and_wait(p);
+	char bb[128];
+	node_image(NULL, bb, sizeof(bb));
+	char ns[64];
+	tl_namespace(&K, "node-roll", ns, sizeof(ns));
+	tl_aw_watch_start(&W, &K, ns);
+	static const char *const names[] = {"roll-a", "roll-b"};
+	char uids[2][64];
+	for (int i = 0; i < 2; i++) {
+		sleeper_aw(ns, names[i], bb);
+		tl_aw_wait_phase(&W, names[i], "Suspended", 30000);
+		tl_aw_admit(&W, names[i], NULL);
+		tl_aw_wait_phase(&W, names[i], "Running", 60000);
+	}
+	for (int i = 0; i < 2; i++) {
+		char phase[32];
+		int64_t resets;
+		int64_t t0 = sf_mono_ns();
+		do {
+			aw_state(ns, names[i], phase, sizeof(phase), &resets, uids[i], sizeof(uids[i]));
+			if (uids[i][0])
+				break;
+			pause_ms(200);
+		} while (ms_since(t0) < 30000);
+		cr_assert(uids[i][0], "no pod for %s", names[i]);
+	}
+	char holder0[256];
+	lease_holder(holder0, sizeof(holder0));
+	cr_assert(holder0[0], "no leader before the restart");
+
+	char apath[160];
+	snprintf(apath, sizeof(apath), "%s/audit.log", STATE);
+	struct stat sb;
+	cr_assert_eq(stat(apath, &sb), 0, "%s", apath);
+	long from = (long)sb.st_size;
+	/* what `kubectl rollout restart` sends */
+	char body[256];
+	snprintf(body, sizeof(body),
+	         "{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{"
+	         "\"kubectl.kubernetes.io/restartedAt\":\"%lld\"}}}}}",
+	         (long long)time(NULL));
+	sf_kube_req q = {.method = "PATCH",
+	                 .path = "/apis/apps/v1/namespaces/" CTL_NS "/deployments/" DEPLOYMENT,
+	                 .body = body,
+	                 .body_len = strlen(body),
+	                 .content_type = "application/strategic-merge-patch+json"};
+	tl_res r;
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "rollout restart: %ld %s", r.http_status, r.message);
+	tl_res_clear(&r);
+	int64_t t0 = sf_mono_ns();
+	pod n[MAX_PODS];
+	wait_replicas_ready(3, n, 240000);
+	for (int i = 0; i < 3; i++)
+		cr_assert_null(find_pod(p, 3, n[i].name), "pod %s was not replaced", n[i].name);
+	char holder[256] = "";
+	while (!holder_pod(n, 3, holder)) {
+		cr_assert(ms_since(t0) < 260000, "no new replica leads (holder `%s`)", holder);
+		pause_ms(200);
+		lease_holder(holder, sizeof(holder));
+	}
+	fprintf(stderr, "node: rollout done in %.1f s; leader %s -> %s\n", ms_since(t0) / 1000,
+	        holder0, holder);
+
+	/* the AppWrappers saw nothing */
+	for (int i = 0; i < 2; i++) {
+		char phase[32], uid[64];
+		int64_t resets;
+		aw_state(ns, names[i], phase, sizeof(phase), &resets, uid, sizeof(uid));
+		cr_assert_str_eq(phase, "Running", "%s", names[i]);
+		cr_assert_eq(resets, 0, "%s was reset", names[i]);
+		cr_assert_str_eq(uid, uids[i], "the pod of %s was re-created", names[i]);
+	}
+
+	/* one leader at a time, and nobody writes outside its leadership */
+	pause_ms(1000); /* the audit log is written as requests finish */
+	areq *a = NULL;
+	size_t na = audit_writes(from, &a);
+	struct {
+		char who[160];
+		long long first, last;
+	} lead[16];
+	size_t nl = 0;
+	for (size_t i = 0; i < na; i++) {
+		if (!a[i].lease)
+			continue;
+		size_t j = 0;
+		while (j < nl && strcmp(lead[j].who, a[i].who) != 0)
+			j++;
+		if (j == nl) {
+			cr_assert(nl < 16);
+			snprintf(lead[nl].who, sizeof(lead[nl].who), "%s", a[i].who);
+			lead[nl].first = lead[nl].last = a[i].us;
+			nl++;
+		}
+		if (a[i].us < lead[j].first)
+			lead[j].first = a[i].us;
+		if (a[i].us > lead[j].last)
+			lead[j].last = a[i].us;
+	}
+	cr_assert_geq(nl, 2, "the Lease did not change hands in the audit log (%zu writers)", nl);
+	for (size_t i = 0; i < nl; i++)
+		for (size_t j = 0; j < nl; j++)
+			if (i != j)
+				cr_assert(lead[i].last < lead[j].first || lead[j].last < lead[i].first,
+				          "leaderships of %s and %s overlap", lead[i].who, lead[j].who);
+	size_t others = 0;
+	for (size_t i = 0; i < na; i++) {
+		if (a[i].lease)
+			continue;
+		others++;
+		size_t j = 0;
+		while (j < nl && strcmp(lead[j].who, a[i].who) != 0)
+			j++;
+		cr_assert(j < nl, "%s %s/%s by %s, which never held the Lease", a[i].verb, a[i].res,
+		          a[i].name, a[i].who);
+		cr_assert(a[i].us >= lead[j].first && a[i].us <= lead[j].last,
+		          "%s %s/%s by %s outside its leadership", a[i].verb, a[i].res, a[i].name,
+		          a[i].who);
+	}
+	fprintf(stderr, "node: audit: %zu successful writes by replicas, %zu Lease writers, all "
+	                "inside their holder's leadership\n",
+	        na, nl);
+	(void)others;
+	free(a);
 }
