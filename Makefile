@@ -58,7 +58,7 @@ help:
 	@echo "make bench      benchmarks; writes docs/benchmarks.md"
 	@echo "make lint       clang-format check and cppcheck"
 	@echo "make cluster-up / cluster-down   local control plane in .cluster/"
-	@echo "make demo       local control plane, three replicas, samples, a failover"
+	@echo "make demo       control plane with Kueue and kwok, three replicas, waves, a failover"
 	@echo "make image      the controller image from the Containerfile (podman; IMAGE=name:tag)"
 	@echo "make install    $(BIN) to \$$DESTDIR\$$PREFIX/bin (/usr/local/bin), with the kubectl plugin link"
 

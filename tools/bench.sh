@@ -2,9 +2,14 @@
 # make bench: runs the benchmarks against a fresh local control plane and
 # writes docs/benchmarks.md. Every comparison is measured in the same run,
 # on the same API server, one implementation after the other, alternating.
-# BENCH_PARTS=informer|election|appwrapper|watchlist|all (default all) runs
-# one part; the section of a part not run is kept from the existing
-# docs/benchmarks.md.
+# BENCH_PARTS=informer|election|appwrapper|watchlist|kueue|all (default all)
+# runs one part; the section of a part not run is kept from the existing
+# docs/benchmarks.md. kueue is not in all: it needs a KUEUE=true control
+# plane (Kueue, kube-scheduler, kwok nodes), which it starts itself unless
+# STEADFAST_CLUSTER_ENV names one.
+# BENCH_KUEUE_SIZE (default 1000): AppWrappers of the kueue part, run once
+# with the driver playing Kueue, then through Kueue (tools/bench_kueue.py);
+# KWOK_NODES defaults to enough nodes of 110 pods for them.
 # BENCH_WATCHLIST_OBJECTS (default 5000), BENCH_WATCHLIST_BYTES (default
 # 4096: filler per object) and BENCH_WATCHLIST_ROUNDS (default 5): the
 # informer-start part (quorum LIST, watch-cache LIST and WatchList, peak RSS
@@ -19,16 +24,24 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-build}
+PARTS=${BENCH_PARTS:-all}
+case $PARTS in
+informer | election | appwrapper | watchlist | kueue | all) ;;
+*) echo "bench: BENCH_PARTS must be informer, election, appwrapper, watchlist, kueue or all" >&2; exit 2 ;;
+esac
+KUEUE_SIZE=${BENCH_KUEUE_SIZE:-1000}
+if [ "$PARTS" = kueue ]; then
+	export KUEUE=true KWOK_NODES=${KWOK_NODES:-$(( KUEUE_SIZE / 100 + 2 ))}
+fi
 if [ -z "${STEADFAST_CLUSTER_ENV:-}" ]; then
 	exec "$here/tools/with-cluster.sh" "$0" "$@"
 fi
 # shellcheck disable=SC1090
 set -a; . "$STEADFAST_CLUSTER_ENV"; set +a
-PARTS=${BENCH_PARTS:-all}
-case $PARTS in
-informer | election | appwrapper | watchlist | all) ;;
-*) echo "bench: BENCH_PARTS must be informer, election, appwrapper, watchlist or all" >&2; exit 2 ;;
-esac
+if [ "$PARTS" = kueue ] && [ "${STEADFAST_KUEUE:-}" != true ]; then
+	echo "bench: BENCH_PARTS=kueue needs a KUEUE=true control plane; $STEADFAST_CLUSTER_ENV is not one" >&2
+	exit 2
+fi
 OBJECTS=${BENCH_OBJECTS:-10000}
 ROUNDS=${BENCH_ROUNDS:-2}
 TRIALS=${BENCH_TRIALS:-20}
@@ -171,6 +184,20 @@ bench_appwrapper() {
 	python3 "$here/tools/bench_appwrapper.py" report "$res" "$out/appwrapper.md"
 }
 
+# The kueue part: the same size played and through Kueue, one after the
+# other; results kept in $O/bench/kueue.jsonl (`tools/bench_kueue.py
+# report` redoes the section).
+bench_kueue() {
+	local res="$here/$O/bench/kueue.jsonl"
+	echo "bench: $KUEUE_SIZE AppWrappers admitted by the driver, then by Kueue $STEADFAST_KUEUE_VERSION, pods on $KWOK_NODES kwok nodes"
+	mkdir -p "$here/$O/bench"
+	: >"$res"
+	python3 "$here/tools/bench_kueue.py" run --kubeconfig "$KUBECONFIG" \
+		--audit-log "$STEADFAST_AUDIT_LOG" --steadfast "$here/$O/steadfast" \
+		--size "$KUEUE_SIZE" --logdir "$out" --out "$res"
+	python3 "$here/tools/bench_kueue.py" report "$res" "$out/kueue.md"
+}
+
 # Informer start: one sync of the same objects per mode, alternating,
 # BENCH_WATCHLIST_ROUNDS rounds; the API server's and etcd's CPU
 # (utime+stime from /proc/<pid>/stat) is read before and after each sync.
@@ -284,17 +311,19 @@ case $PARTS in informer | all) bench_informer ;; esac
 case $PARTS in election | all) bench_election ;; esac
 case $PARTS in appwrapper | all) bench_appwrapper ;; esac
 case $PARTS in watchlist | all) bench_watchlist ;; esac
+case $PARTS in kueue) bench_kueue ;; esac
 
 # docs/benchmarks.md: the informer part (everything before the first other
 # section), then the election section, then the AppWrapper section, then
-# the informer-start (LIST vs WatchList) section; a part not run now is
-# kept as is. The failover section comes from an
+# the informer-start (LIST vs WatchList) section, then the Kueue section;
+# a part not run now is kept as is. The failover section comes from an
 # integration test (its command is in it) and is always kept.
-python3 - "$here/docs/benchmarks.md" "$out/informer.md" "$out/election.md" "$out/appwrapper.md" "$out/watchlist.md" <<'PY'
+python3 - "$here/docs/benchmarks.md" "$out/informer.md" "$out/election.md" "$out/appwrapper.md" "$out/watchlist.md" "$out/kueue.md" <<'PY'
 import os, sys
-doc, inf, ele, aw, wl = sys.argv[1:6]
+doc, inf, ele, aw, wl, kq = sys.argv[1:7]
 markers = ["## Leader election: failover", "## AppWrapper controller: admission to Running",
            "## Informer start: LIST vs WatchList",
+           "## AppWrapper controller through Kueue: admission to Running",
            "## Failover: from acquiring the Lease to reconciling"]
 old = open(doc).read() if os.path.exists(doc) else ""
 # split the old document at each section title that it holds
@@ -306,7 +335,7 @@ for i, (pos, m) in enumerate(cuts):
     olds[m] = old[pos:end]
 head = open(inf).read() if os.path.exists(inf) else head
 text = head.rstrip("\n") + "\n"
-for m, new in zip(markers, (ele, aw, wl, "")):
+for m, new in zip(markers, (ele, aw, wl, kq, "")):
     sec = open(new).read() if os.path.exists(new) else olds.get(m, "")
     if sec:
         text += "\n" + sec.rstrip("\n") + "\n"
