@@ -896,19 +896,19 @@ static void incident_a(long lag_ms, int rounds)
 		                          "did not exercise the guard");
 }
 
-/* 30 and 12 rounds (600 and 240 AppWrappers, as many failovers as rounds)
+/* 20 and 8 rounds (400 and 160 AppWrappers, as many failovers as rounds)
  * keep make test within its time with the kueue and node suites, whose
  * incident A runs through the real Kueue; STEADFAST_INCIDENT_ROUNDS=50
  * STEADFAST_INCIDENT_LAG_ROUNDS=20 is the longer run the earlier figures
  * came from. */
 Test(appwrapper, incident_a_failover_with_cold_cache, .timeout = 1200)
 {
-	incident_a(0, (int)env_long("STEADFAST_INCIDENT_ROUNDS", 30));
+	incident_a(0, (int)env_long("STEADFAST_INCIDENT_ROUNDS", 20));
 }
 
 Test(appwrapper, incident_a_with_lagging_watches, .timeout = 1200)
 {
-	incident_a(2000, (int)env_long("STEADFAST_INCIDENT_LAG_ROUNDS", 12));
+	incident_a(2000, (int)env_long("STEADFAST_INCIDENT_LAG_ROUNDS", 8));
 }
 
 /* Fault points live only in the test build: the shipped binary, given the
