@@ -126,6 +126,11 @@ sf_jd *sf_awc_podset_to_jd(const sf_awc_podset *ps);
  * kind and metadata.name (upstream allows generateName; a fixed name is
  * what makes create idempotent).
  */
+/* 1 when a quantity string's number part has a non-zero digit ("500m",
+ * "1Gi"; not "0", "0Gi", "0.0"): what upstream counts as a request, and
+ * the node capacity that counts. */
+int sf_awc_quantity_nonzero(const char *q);
+
 typedef struct sf_awc_build_opts {
 	const char *scheduler_name;       /* NULL / "" = none */
 	const sf_aw_autopilot *autopilot; /* NULL = no anti-affinities */

@@ -834,10 +834,13 @@ static int quantity_nonzero(const sf_jd *q)
 	if (sf_jd_int(q, &n) == 0)
 		return n > 0;
 	const char *s = sf_jd_str(q, NULL);
-	if (!s)
-		return 0;
-	for (; *s && !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')); s++)
-		if (*s >= '1' && *s <= '9')
+	return s && sf_awc_quantity_nonzero(s);
+}
+
+int sf_awc_quantity_nonzero(const char *q)
+{
+	for (; *q && !((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')); q++)
+		if (*q >= '1' && *q <= '9')
 			return 1;
 	return 0;
 }

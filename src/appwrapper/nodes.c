@@ -5,6 +5,7 @@
  * controller's node cache and its live reads judge a node the same way.
  */
 #include "steadfast/awnodes.h"
+#include "steadfast/awcomp.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -35,15 +36,6 @@ static int unschedulable(sf_jv node)
 		    sf_jv_streq(k, "node.kubernetes.io/not-ready"))
 			return 1;
 	}
-	return 0;
-}
-
-/* A quantity that is not zero ("0", "0Gi", "0.0" are). */
-static int nonzero(const char *q)
-{
-	for (; *q && !((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')); q++)
-		if (*q >= '1' && *q <= '9')
-			return 1;
 	return 0;
 }
 
@@ -90,7 +82,8 @@ int sf_awn_classify(sf_jv node, const sf_aw_autopilot *ap, sf_awn_health *out)
 		const sf_aw_taint *t = &ap->taints[i];
 		if ((t->effect == SF_TAINT_NO_EXECUTE || t->effect == SF_TAINT_NO_SCHEDULE) &&
 		    has_label(labels, t->key, t->value) &&
-		    sf_jv_str(sf_jv_get(cap, t->resource), q, sizeof(q)) > 0 && nonzero(q))
+		    sf_jv_str(sf_jv_get(cap, t->resource), q, sizeof(q)) > 0 &&
+		    sf_awc_quantity_nonzero(q))
 			add_nosched(out, t->resource, q);
 	}
 	return 0;
