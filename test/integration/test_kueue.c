@@ -59,6 +59,8 @@
 #include "tl.h"
 #include "tl_aw.h"
 #include "tl_ctl.h"
+#include "tl_kueue.h"
+#include "kueue_suite.h"
 
 static const sf_gvr GVR_WORKLOADS = {"kueue.x-k8s.io", "v1beta2", "workloads", 1};
 static const sf_gvr GVR_CLUSTERQUEUES = {"kueue.x-k8s.io", "v1beta2", "clusterqueues", 0};
@@ -75,9 +77,10 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 static tl_kube K;
 static char NS[64];
 static tl_aw_watch W;
-static sf_informer *WLS; /* NS's Workloads */
-static char CFG[128];    /* the controller's operator config */
-static char NODE[96];    /* a node a test created, deleted by teardown */
+static sf_informer *WLS;       /* NS's Workloads */
+static char CFG[128];          /* the controller's operator config */
+static char NODE[96];          /* a node a test created, deleted by teardown */
+static char MORE_NODES[4][96]; /* more of them (kueue_suite.h) */
 
 /* The highest number of NS's Workloads holding quota at once, over every
  * change the watch delivered. */
@@ -333,10 +336,7 @@ static void setup(void)
 
 static void delete_obj(const sf_gvr *gvr, const char *name)
 {
-	tl_res r;
-	sf_kube_req q = {.method = "DELETE", .gvr = gvr, .name = name};
-	tl_do(&K, &q, &r);
-	tl_res_clear(&r);
+	tl_kueue_delete(&K, gvr, name);
 }
 
 static void informer_stopped(void *ud)
@@ -372,6 +372,8 @@ static void teardown(void)
 	delete_obj(&GVR_PRIORITYCLASSES, name);
 	if (NODE[0])
 		delete_obj(&GVR_NODES, NODE);
+	for (size_t i = 0; i < 4 && MORE_NODES[i][0]; i++)
+		delete_obj(&GVR_NODES, MORE_NODES[i]);
 	if (WLS)
 		sf_informer_free(WLS);
 	WLS = NULL;
@@ -382,34 +384,36 @@ static void teardown(void)
 
 TestSuite(kueue, .init = setup, .fini = teardown, .timeout = 300);
 
-/* ---- helpers ---- */
-
-/* GET of gvr/name (in NS when namespaced): the object (owned), or NULL on
- * 404; any other answer fails the test. */
-static sf_obj *get_obj(const sf_gvr *gvr, const char *name)
+tl_kube *kueue_suite_kube(void)
 {
-	tl_res r;
-	sf_kube_req q = {
-	    .method = "GET", .gvr = gvr, .ns = gvr->namespaced ? NS : NULL, .name = name};
-	tl_do(&K, &q, &r);
-	if (r.http_status == 404) {
-		tl_res_clear(&r);
-		return NULL;
-	}
-	cr_assert_eq(r.http_status, 200, "GET %s/%s: %ld %s", gvr->resource, name, r.http_status,
-	             r.message);
-	sf_obj *o = r.obj;
-	r.obj = NULL;
-	tl_res_clear(&r);
-	return o;
+	return &K;
 }
 
-/* Runs the loop for ms (the poll interval of the waits below, which check
- * a condition the API server answers for and give up at a deadline). */
+const char *kueue_suite_ns(void)
+{
+	return NS;
+}
+
+void kueue_suite_delete_node_at_end(const char *name)
+{
+	for (size_t i = 0; i < 4; i++)
+		if (!MORE_NODES[i][0]) {
+			snprintf(MORE_NODES[i], sizeof(MORE_NODES[i]), "%s", name);
+			return;
+		}
+	cr_assert_fail("more than 4 nodes to delete at the end");
+}
+
+/* ---- helpers ---- */
+
+static sf_obj *get_obj(const sf_gvr *gvr, const char *name)
+{
+	return tl_kueue_get(&K, gvr, NS, name);
+}
+
 static void pause_loop(long ms)
 {
-	int never = 0;
-	tl_run_until(&K.loop, &never, ms);
+	tl_kueue_pause(&K, ms);
 }
 
 /* Applies YAML text (cluster-scoped kinds or NS's), failing the test
@@ -635,53 +639,11 @@ static int pod_bound(void *ud)
 	return p->node[0] != '\0';
 }
 
-/* The node is schedulable: no taint of the node lifecycle controller's
- * (node.kubernetes.io/not-ready, set on every new node, until it is Ready). */
-static int untainted(sf_jv node)
-{
-	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(node, "spec.taints"));
-	sf_jv t;
-	char key[128];
-	while (sf_jv_next(&it, NULL, &t))
-		if (sf_jv_str(sf_jv_get(t, "key"), key, sizeof(key)) >= 0 &&
-		    strncmp(key, "node.kubernetes.io/", 19) == 0)
-			return 0;
-	return 1;
-}
-
-/* Creates node NODE (the kwok label, `labels` and `taints` as YAML flow
- * text) with cpu/gpu capacity, and waits until kwok has made it Ready and
- * the node lifecycle controller has lifted its not-ready taint. */
+/* Creates node NODE with cpu/gpu capacity, Ready and schedulable (see
+ * tl_kueue_create_node). */
 static void create_node(const char *labels, const char *taints, int cpu, int gpu)
 {
-	char y[2048];
-	snprintf(
-	    y, sizeof(y),
-	    "apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n"
-	    "  labels: {type: kwok, kubernetes.io/hostname: %s, %s}\n"
-	    "  annotations: {kwok.x-k8s.io/node: fake}\n"
-	    "spec:\n  taints: %s\n"
-	    "status:\n  capacity: {cpu: \"%d\", memory: 32Gi, pods: \"110\", "
-	    "nvidia.com/gpu: \"%d\"}\n"
-	    "  allocatable: {cpu: \"%d\", memory: 32Gi, pods: \"110\", nvidia.com/gpu: \"%d\"}\n",
-	    NODE, NODE, labels, taints, cpu, gpu, cpu, gpu);
-	apply(y);
-	for (long ms = 30000;; ms -= 200) {
-		sf_obj *o = get_obj(&GVR_NODES, NODE);
-		cr_assert_not_null(o);
-		char st[16] = "";
-		tl_aw_condition(sf_jv_path(sf_obj_root(o), "status.conditions"), "Ready", st,
-		                sizeof(st));
-		if (strcmp(st, "True") == 0 && untainted(sf_obj_root(o))) {
-			sf_obj_unref(o);
-			return;
-		}
-		if (ms <= 0)
-			cr_assert_fail("node %s not Ready and schedulable in 30 s: %s", NODE,
-			               o->json);
-		sf_obj_unref(o);
-		pause_loop(200);
-	}
+	tl_kueue_create_node(&K, NS, NODE, labels, taints, cpu, gpu);
 }
 
 /* ---- tests ---- */
@@ -803,8 +765,8 @@ Test(kueue, c_a_pod_failing_on_a_kwok_node_makes_the_appwrapper_unhealthy)
 	wait_wl_cond("crash", "Finished", "True", 30000);
 	/* Kueue finished it as a failure, after it had held quota */
 	char wl_reason[64] = "";
-	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(sf_obj_root(workload_of("crash")),
-	                                           "status.conditions"));
+	sf_jv_iter it =
+	    sf_jv_iter_init(sf_jv_path(sf_obj_root(workload_of("crash")), "status.conditions"));
 	sf_jv c;
 	while (sf_jv_next(&it, NULL, &c))
 		if (sf_jv_streq(sf_jv_get(c, "type"), "Finished"))
@@ -867,7 +829,7 @@ Test(kueue, d_a_higher_priority_appwrapper_preempts_a_running_one)
 
 /* A pod of AppWrapper aw, live and with another name than `not`. */
 typedef struct other_pod {
-	const char *aw, *not;
+	const char *aw, *not ;
 	char name[254];
 } other_pod;
 
@@ -876,7 +838,8 @@ static int other_pod_visit(void *ud, sf_obj *o)
 	other_pod *p = ud;
 	sf_jv root = sf_obj_root(o);
 	if (!sf_jv_streq(sf_jv_get(sf_jv_path(root, "metadata.labels"), SF_AW_LABEL), p->aw) ||
-	    sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp")) || strcmp(o->name, p->not) == 0)
+	    sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp")) ||
+	    strcmp(o->name, p->not ) == 0)
 		return 0;
 	snprintf(p->name, sizeof(p->name), "%s", o->name);
 	return 1;
@@ -1015,18 +978,17 @@ static void lease_holder(const char *name, char *buf, size_t n)
 
 /* Waits until the holder of Lease NS/name is one of ids[0..n) other than
  * `not` (NULL: any); returns its index. */
-static int wait_leader(const char *name, const char *const *ids, int n, const char *not,
-                       long ms)
+static int wait_leader(const char *name, const char *const *ids, int n, const char * not, long ms)
 {
 	char h[128];
 	for (;; ms -= 200) {
 		lease_holder(name, h, sizeof(h));
 		for (int i = 0; i < n; i++)
-			if (strcmp(h, ids[i]) == 0 && (!not || strcmp(h, not) != 0))
+			if (strcmp(h, ids[i]) == 0 && (!not || strcmp(h, not ) != 0))
 				return i;
 		if (ms <= 0)
-			cr_assert_fail("Lease %s held by '%s', not by a replica (other than %s)", name,
-			               h, not ? not : "-");
+			cr_assert_fail("Lease %s held by '%s', not by a replica (other than %s)",
+			               name, h, not ? not : "-");
 		pause_loop(200);
 	}
 }
