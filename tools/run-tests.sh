@@ -17,4 +17,13 @@ if [ "$rc" = 0 ] && grep -aqE 'exited during its setup or teardown|ERROR: (Addre
 	grep -aE 'exited during its setup or teardown|ERROR: (Address|Leak)Sanitizer|runtime error: |SUMMARY: ' "$log" >&2
 	exit 1
 fi
+if [ "$rc" != 0 ]; then
+	# the failures again, at the end, where a truncated CI log keeps them:
+	# each [FAIL] line with the assertion lines criterion printed before it
+	echo "run-tests: $name: failed (exit $rc); the failures, from $log:" >&2
+	awk '/^\[----\]/ { buf[n++ % 6] = $0; next }
+	     /^\[(FAIL|CRASH)\]|crashed|timed out/ {
+	         for (i = (n > 6 ? n - 6 : 0); i < n; i++) print buf[i % 6]
+	         print; n = 0 }' "$log" | tail -60 >&2
+fi
 exit "$rc"

@@ -42,5 +42,14 @@ typedef struct sf_awn_health {
 int sf_awn_classify(sf_jv node, const sf_aw_autopilot *ap, sf_awn_health *out);
 /* 1 when h lists resource among its NoExecute resources. */
 int sf_awn_noexec_has(const sf_awn_health *h, const char *resource);
+/* 1 when pod (a Pod object) is one upstream would evacuate from a node of
+ * health h: Running, not being deleted, and a container (spec.containers,
+ * as upstream) requests or limits a non-zero quantity of one of h's
+ * NoExecute resources. */
+int sf_awn_pod_affected(sf_jv pod, const sf_awn_health *h);
+/* The fields of a Node the classification reads are metadata.name and
+ * labels, spec.unschedulable and taints, status.capacity: the node cache
+ * drops these (NULL-terminated), which can be most of a real node. */
+extern const char *const SF_AWN_DROPPED_FIELDS[];
 
 #endif

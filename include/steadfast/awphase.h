@@ -131,6 +131,18 @@ typedef struct sf_awp_pods {
  * exit codes per the settings, first failure details. */
 void sf_awp_pods_add(sf_awp_pods *p, sf_jv pod, const sf_aw_settings *s);
 
+/* Node names, sorted and distinct; more counts the names that did not fit. */
+#define SF_AWP_MAX_NODES 16
+typedef struct sf_awp_nodes {
+	char name[SF_AWP_MAX_NODES][254];
+	size_t n;
+	size_t more;
+} sf_awp_nodes;
+/* Adds node to ns (once). */
+void sf_awp_nodes_add(sf_awp_nodes *ns, const char *node);
+/* "[a b c]" (and " and N more" when some did not fit) into buf. */
+void sf_awp_nodes_str(const sf_awp_nodes *ns, char *buf, size_t n);
+
 typedef struct sf_awp_input {
 	sf_jv aw; /* the AppWrapper as cached */
 	const sf_aw_config *cfg;
@@ -146,6 +158,15 @@ typedef struct sf_awp_input {
 	 * expired may turn too few pods into Unhealthy. */
 	const sf_awp_pods *live_pods;
 	int64_t live_pods_ms;
+	/* Autopilot: the nodes where the node cache shows a NoExecute label
+	 * value for a resource that a Running pod of this AppWrapper there
+	 * uses (NULL or empty: none). A suspicion only: evacuation needs
+	 * noexec_live, the nodes a live read of each suspected node (asked
+	 * for by an SF_AWP_ACT_VERIFY_NODES, answered since the last step)
+	 * confirmed; NULL when no live read was answered since the last
+	 * step. */
+	const sf_awp_nodes *noexec;
+	const sf_awp_nodes *noexec_live;
 } sf_awp_input;
 
 /* ---- the plan ---- */
@@ -157,6 +178,7 @@ typedef enum {
 	SF_AWP_ACT_DELETE_PODS,  /* delete every labelled pod with grace period 0 */
 	SF_AWP_ACT_VERIFY,       /* live GET of component idx (missing check) */
 	SF_AWP_ACT_LIST_PODS,    /* live LIST of the labelled pods (too-few-pods check) */
+	SF_AWP_ACT_VERIFY_NODES, /* live GET of each node in input noexec (evacuation check) */
 } sf_awp_act_kind;
 
 typedef struct sf_awp_act {
@@ -189,10 +211,12 @@ typedef struct sf_awp_plan {
 	 * as soon as the writes above are done. */
 	int64_t requeue_ms;
 	/* for logs and metrics */
-	const char *why;        /* short reason for the step, static */
-	int suppressed_missing; /* a missing-component suspicion was not acted on */
-	int suppressed_pods;    /* too few cached pods, but a live list found enough */
-	int skipped;            /* managed by another controller */
+	const char *why;           /* short reason for the step, static */
+	int suppressed_missing;    /* a missing-component suspicion was not acted on */
+	int suppressed_pods;       /* too few cached pods, but a live list found enough */
+	int suppressed_evacuation; /* NoExecute in the node cache, not in live reads */
+	int evacuated;             /* reset for Autopilot's NoExecute */
+	int skipped;               /* managed by another controller */
 } sf_awp_plan;
 
 /* Computes the plan. Returns 0, -ENOMEM, or -EINVAL with err set when the

@@ -197,6 +197,13 @@ typedef struct sf_reflector_opts {
 	double backoff_jitter; /* delay += rand * jitter * delay; 0 = 1.0, < 0 = none */
 	const char *name;      /* for logs; NULL = resource name */
 	int strip_managed_fields; /* drop metadata.managedFields before storing */
+	/* A cache transform (client-go's TransformFunc): each listed or
+	 * watched object (not bookmarks or errors) goes through it before it
+	 * is stored, after strip_managed_fields. It takes over the reference
+	 * it is given and returns the object to store (the same one, or a new
+	 * one with the old released). NULL = none. */
+	sf_obj *(*transform)(void *ud, sf_obj *obj);
+	void *transform_ud;
 	/* Fault injection for tests: each watch event (and the resourceVersion
 	 * it carries) is applied a random 0..N ms after it arrived, in order,
 	 * so the cache lags the API server the way a slow watch does. Queued

@@ -57,6 +57,9 @@ typedef struct sf_awctl_opts {
 	 * AppWrapper and pod watches' progress bound; 0 = off / 150 s */
 	long fault_watch_stall_after_ms;
 	long fault_watch_progress_timeout_ms;
+	/* fault injection for tests: the live node reads of an evacuation
+	 * check start this many ms after it is planned; 0 = at once */
+	long fault_node_check_delay_ms;
 } sf_awctl_opts;
 
 /* client is borrowed (writes pass its write gate). */
@@ -91,6 +94,9 @@ typedef struct sf_awctl_stats {
 	unsigned long pods_suppressed;    /* too few cached pods that a live list disproved */
 	unsigned long pod_lists;          /* live pod lists made before InsufficientPodsReady */
 	unsigned long stale_reads;        /* Running steps where the cache lacked a component */
+	unsigned long node_checks;        /* live node reads made before an evacuation */
+	unsigned long evacuations;        /* resets for Autopilot's NoExecute */
+	unsigned long evac_suppressed;    /* NoExecute suspicions the live reads disproved */
 	unsigned long events_created, events_aggregated;
 } sf_awctl_stats;
 void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out);

@@ -144,6 +144,10 @@ static inline sf_jv sf_obj_root(const sf_obj *o)
  * o itself when there is nothing to drop (or on -ENOMEM), else a new object
  * with o released. */
 sf_obj *sf_obj_strip_managed_fields(sf_obj *o);
+/* The same for the member at a dotted path of plain keys
+ * ("status.images"): a cache transform for fields a controller never
+ * reads. Nothing happens when the path is absent. */
+sf_obj *sf_obj_strip_path(sf_obj *o, const char *path);
 /* Bytes this object occupies in memory (for cache accounting). */
 size_t sf_obj_size(const sf_obj *o);
 

@@ -16,7 +16,8 @@
  * this AppWrapper's UID, with a UID precondition, so a late or repeated
  * delete can never remove an object that replaced ours; a component
  * missing from the cache is confirmed with a live GET before the machine
- * may fail the AppWrapper for it.
+ * may fail the AppWrapper for it, and a NoExecute node (Autopilot) with a
+ * live GET of the node before the machine may evacuate from it.
  */
 #include "steadfast/controller.h"
 
@@ -29,6 +30,7 @@
 #include "steadfast/admcheck.h"
 #include "steadfast/admparams.h"
 #include "steadfast/awcomp.h"
+#include "steadfast/awnodes.h"
 #include "steadfast/awphase.h"
 #include "steadfast/barrier.h"
 #include "steadfast/cache.h"
@@ -41,6 +43,9 @@
 #include "steadfast/time.h"
 
 const sf_gvr SF_GVR_APPWRAPPERS = {SF_AW_GROUP, SF_AW_VERSION, SF_AW_RESOURCE, 1};
+static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
+/* pods by spec.nodeName, to find who a node change concerns */
+#define NODE_INDEX "node"
 
 #define LOGGER "appwrapper"
 #define FIELD_MANAGER "steadfast"
@@ -74,6 +79,9 @@ typedef struct aw_mem {
 	int have_live_pods;
 	sf_awp_pods live_pods;
 	int64_t live_pods_ms; /* wall, when it was answered */
+	/* the nodes the last live node reads (SF_AWP_ACT_VERIFY_NODES)
+	 * confirmed NoExecute for a pod there, for the next step only; owned */
+	sf_awp_nodes *noexec_live;
 } aw_mem;
 
 /* ---- requests in flight ---- */
@@ -107,6 +115,11 @@ struct op {
 	int wrote;
 	int status_write; /* the write is a status write (else metadata) */
 	int64_t t0;
+	sf_awp_nodes *noexec;      /* the node cache's suspects (owned), or NULL */
+	sf_awp_nodes *noexec_live; /* what the live reads confirm (owned) */
+	int node_reads;            /* live node reads still out */
+	int node_read_failed;
+	uv_timer_t *node_delay; /* fault injection: the reads wait for it */
 };
 
 /* upper bounds in seconds of the reconcile time histogram */
@@ -121,8 +134,15 @@ struct sf_awctl {
 	long fault_delay_ms;
 	long fault_lost_creates; /* create answers still to drop */
 	long fault_stall_ms, fault_progress_ms;
+	long fault_node_check_ms;
 	sf_informer *aw_inf;
 	sf_informer *pod_inf;
+	/* Nodes, for Autopilot's monitoring (cfg.autopilot.monitor_nodes),
+	 * else NULL. Every replica, like the other caches; the leader acts on
+	 * it only after a list asked since it took the lead, and only on what
+	 * a live read confirms. */
+	sf_informer *node_inf;
+	int64_t lead_ns; /* mono, when this term's lead began */
 	sf_kinds *kinds; /* component kinds: every replica, from the AppWrapper informer */
 	sf_queue *queue;
 	sf_events *events;
@@ -166,8 +186,10 @@ static int64_t wall_ms(void)
 static void mem_free(void *v)
 {
 	aw_mem *m = v;
-	if (m)
+	if (m) {
 		free(m->comp);
+		free(m->noexec_live);
+	}
 	free(m);
 }
 
@@ -406,6 +428,104 @@ static void kind_ready(void *ud, sf_kind *k)
 		sf_kinds_each_owner(c->kinds, k, enqueue_owner, c);
 }
 
+/* ---- nodes (Autopilot) ---- */
+
+/* The node cache may raise evacuation suspicions once it holds a list
+ * asked for since this term began: a cache behind that means waiting. */
+static int nodes_fresh(const sf_awctl *c)
+{
+	return c->node_inf && sf_informer_synced(c->node_inf) &&
+	       sf_reflector_list_asked_ns(sf_informer_reflector(c->node_inf)) >= c->lead_ns;
+}
+
+static int node_index(void *ud, const sf_obj *pod, sf_index_values *out)
+{
+	(void)ud;
+	sf_jv n = sf_jv_path(sf_obj_root(pod), "spec.nodeName");
+	if (sf_jv_type(n) != SF_JSON_STRING || n.n <= 2)
+		return 0;
+	return sf_index_values_add(out, n.p + 1, n.n - 2);
+}
+
+static int enqueue_pod(void *ud, sf_obj *pod)
+{
+	enqueue_by_label(ud, pod);
+	return 0;
+}
+
+/* The AppWrappers with pods on node name: looked at again. */
+static void enqueue_node(sf_awctl *c, const char *name)
+{
+	if (c->leading && c->fresh_term == c->term && nodes_fresh(c))
+		sf_store_index_each(sf_informer_store(c->pod_inf), NODE_INDEX, name, enqueue_pod,
+		                    c);
+}
+
+static int same_noexec(const sf_awn_health *a, const sf_awn_health *b)
+{
+	if (a->nnoexec != b->nnoexec)
+		return 0;
+	for (size_t i = 0; i < a->nnoexec; i++)
+		if (!sf_awn_noexec_has(b, a->noexec[i]))
+			return 0;
+	return 1;
+}
+
+static void node_add(void *ud, sf_obj *obj)
+{
+	sf_awctl *c = ud;
+	sf_awn_health h;
+	if (sf_awn_classify(sf_obj_root(obj), &c->cfg.autopilot, &h) == 0 && h.nnoexec > 0)
+		enqueue_node(c, obj->name);
+}
+
+static void node_update(void *ud, sf_obj *old, sf_obj *new_obj)
+{
+	sf_awctl *c = ud;
+	sf_awn_health a, b;
+	if (sf_awn_classify(sf_obj_root(new_obj), &c->cfg.autopilot, &b) != 0 || b.nnoexec == 0)
+		return;
+	if (sf_awn_classify(sf_obj_root(old), &c->cfg.autopilot, &a) != 0 || !same_noexec(&a, &b))
+		enqueue_node(c, new_obj->name);
+}
+
+static int node_synced_visit(void *ud, sf_obj *obj)
+{
+	node_add(ud, obj);
+	return 0;
+}
+
+/* After each (re)list, the first one of a term included: every node with
+ * a NoExecute value is looked at again. */
+static void node_synced(void *ud)
+{
+	sf_awctl *c = ud;
+	if (c->leading && c->fresh_term == c->term)
+		sf_store_each(sf_informer_store(c->node_inf), node_synced_visit, c);
+}
+
+/* Adds to *ns (allocated on first use) the node of pod when it is one
+ * health h says a pod like it must leave. */
+static int note_noexec(sf_awp_nodes **ns, sf_jv pod, const sf_awn_health *h, const char *node)
+{
+	if (!sf_awn_pod_affected(pod, h))
+		return 0;
+	if (!*ns && !(*ns = calloc(1, sizeof(**ns))))
+		return -ENOMEM;
+	sf_awp_nodes_add(*ns, node);
+	return 0;
+}
+
+static const sf_informer_handler node_handler = {node_add, node_update, NULL, node_synced};
+
+static sf_obj *node_transform(void *ud, sf_obj *obj)
+{
+	(void)ud;
+	for (const char *const *p = SF_AWN_DROPPED_FIELDS; *p; p++)
+		obj = sf_obj_strip_path(obj, *p);
+	return obj;
+}
+
 static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, NULL};
 static const sf_informer_handler labelled_handler = {labelled_add, labelled_update, labelled_delete,
                                                      NULL};
@@ -465,6 +585,8 @@ static void op_free(op *o)
 	}
 	sf_awp_plan_free(&o->plan);
 	sf_obj_unref(o->aw);
+	free(o->noexec);
+	free(o->noexec_live);
 	free(o->key);
 	free(o);
 }
@@ -992,6 +1114,148 @@ static int delete_pod_visit(void *ud, sf_obj *pod)
 	return 0;
 }
 
+/* -- live node reads (evacuation check) -- */
+
+typedef struct node_pods {
+	const char *ns, *node;
+	const sf_awn_health *h;
+	sf_awp_nodes **out;
+	int oom;
+} node_pods;
+
+static int node_pod_visit(void *ud, sf_obj *pod)
+{
+	node_pods *v = ud;
+	sf_jv root = sf_obj_root(pod);
+	if (strcmp(pod->ns, v->ns) == 0 &&
+	    sf_jv_streq(sf_jv_path(root, "spec.nodeName"), v->node) &&
+	    note_noexec(v->out, root, v->h, v->node) < 0)
+		v->oom = 1;
+	return 0;
+}
+
+static void node_read_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	sf_awn_health h;
+	if (sf_kube_ok(res) && res->obj &&
+	    sf_awn_classify(sf_obj_root(res->obj), &o->c->cfg.autopilot, &h) == 0) {
+		/* the live node judged against the pods this AppWrapper has
+		 * there: the label must still be on it */
+		node_pods v = {o->aw->ns, r->name, &h, &o->noexec_live, 0};
+		sf_store_index_each(sf_informer_store(o->c->pod_inf), SF_AW_LABEL, o->aw->name,
+		                    node_pod_visit, &v);
+		if (v.oom)
+			o->node_read_failed = 1;
+	} else if (!sf_kube_is_absent(res, r->name)) {
+		/* a node deleted since holds none of our pods any more; any
+		 * other answer says nothing */
+		log_result("live read of a node failed", o, res);
+		o->node_read_failed = 1;
+	}
+	if (--o->node_reads == 0) {
+		aw_mem *m = op_mem(o);
+		if (o->node_read_failed) {
+			o->failed = 1;
+		} else if (m) {
+			if (!o->noexec_live)
+				o->noexec_live = calloc(1, sizeof(*o->noexec_live));
+			if (!o->noexec_live) {
+				o->failed = 1;
+			} else {
+				if (o->noexec_live->n == 0 && o->noexec_live->more == 0) {
+					/* counted here: the next step may find the
+					 * node cache caught up, with nothing to
+					 * suppress any more */
+					char nodes[700];
+					sf_awp_nodes_str(o->noexec, nodes, sizeof(nodes));
+					o->c->st.evac_suppressed++;
+					sf_log_info(
+					    LOGGER,
+					    "NoExecute nodes in the node cache, not in live "
+					    "reads: not evacuating",
+					    "namespace", o->aw->ns, "name", o->aw->name, "nodes",
+					    nodes, NULL);
+				}
+				free(m->noexec_live);
+				m->noexec_live = o->noexec_live; /* handed over */
+				o->noexec_live = NULL;
+				o->results++;
+			}
+		}
+	}
+	op_req_done(o);
+}
+
+static void read_nodes(op *o)
+{
+	sf_awctl *c = o->c;
+	if (!o->noexec || !op_live(o)) {
+		o->failed = 1;
+		return;
+	}
+	o->node_reads = 1; /* held while starting */
+	for (size_t i = 0; i < o->noexec->n; i++) {
+		req *r = req_new(c, o, node_read_done);
+		if (!r) {
+			o->node_read_failed = 1;
+			break;
+		}
+		snprintf(r->name, sizeof(r->name), "%s", o->noexec->name[i]);
+		c->st.node_checks++;
+		if (op_track(o, r,
+		             sf_kube_get(c->client, &GVR_NODES, NULL, r->name, req_cb, r,
+		                         &r->call)) < 0) {
+			o->node_read_failed = 1;
+			break;
+		}
+		o->node_reads++;
+	}
+	if (--o->node_reads == 0)
+		o->failed = 1; /* nothing was read */
+}
+
+static void node_delay_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void node_delay_fired(uv_timer_t *t)
+{
+	op *o = t->data;
+	o->node_delay = NULL;
+	uv_close((uv_handle_t *)t, node_delay_closed);
+	read_nodes(o);
+	op_req_done(o);
+}
+
+static void start_verify_nodes(op *o)
+{
+	sf_awctl *c = o->c;
+	if (o->noexec) {
+		char nodes[700];
+		sf_awp_nodes_str(o->noexec, nodes, sizeof(nodes));
+		sf_log_info(LOGGER, "confirming NoExecute nodes with live reads", "namespace",
+		            o->aw->ns, "name", o->aw->name, "nodes", nodes, NULL);
+	}
+	if (c->fault_node_check_ms <= 0) {
+		read_nodes(o);
+		return;
+	}
+	uv_timer_t *t = calloc(1, sizeof(*t));
+	if (!t || uv_timer_init(c->loop, t) < 0) {
+		free(t);
+		o->failed = 1;
+		return;
+	}
+	sf_log_warn(LOGGER, "fault injection: the live node reads wait", "namespace", o->aw->ns,
+	            "name", o->aw->name, NULL);
+	t->data = o;
+	o->node_delay = t;
+	o->pending++;
+	uv_timer_start(t, node_delay_fired, (uint64_t)c->fault_node_check_ms, 0);
+}
+
 static void run_actions(op *o)
 {
 	sf_awctl *c = o->c;
@@ -1004,6 +1268,7 @@ static void run_actions(op *o)
 		case SF_AWP_ACT_DELETE: start_delete(o, a->idx, 0); break;
 		case SF_AWP_ACT_DELETE_FORCE: start_delete(o, a->idx, 1); break;
 		case SF_AWP_ACT_LIST_PODS: start_list_pods(o); break;
+		case SF_AWP_ACT_VERIFY_NODES: start_verify_nodes(o); break;
 		case SF_AWP_ACT_DELETE_PODS: {
 			pod_visit v = {o, o->aw->ns};
 			sf_store_index_each(sf_informer_store(c->pod_inf), SF_AW_LABEL, o->aw->name,
@@ -1148,13 +1413,27 @@ typedef struct comp_visit {
 	sf_awp_pods *pods;
 	const char *ns;
 	const sf_aw_settings *s;
+	sf_awctl *c;
+	int nodes;            /* the node cache may raise suspicions */
+	sf_awp_nodes *noexec; /* allocated on the first suspect */
+	int oom;
 } comp_visit;
 
 static int pod_visit_fn(void *ud, sf_obj *pod)
 {
 	comp_visit *v = ud;
-	if (strcmp(pod->ns, v->ns) == 0)
-		sf_awp_pods_add(v->pods, sf_obj_root(pod), v->s);
+	if (strcmp(pod->ns, v->ns) != 0)
+		return 0;
+	sf_jv root = sf_obj_root(pod);
+	sf_awp_pods_add(v->pods, root, v->s);
+	char node[254];
+	if (!v->nodes || sf_jv_str(sf_jv_path(root, "spec.nodeName"), node, sizeof(node)) <= 0)
+		return 0;
+	sf_obj *n = sf_store_get(sf_informer_store(v->c->node_inf), node);
+	sf_awn_health h;
+	if (n && sf_awn_classify(sf_obj_root(n), &v->c->cfg.autopilot, &h) == 0 &&
+	    note_noexec(&v->noexec, root, &h, node) < 0)
+		v->oom = 1;
 	return 0;
 }
 
@@ -1348,8 +1627,15 @@ static void process(void *ud, const char *key)
 				    NULL);
 			}
 	sf_awp_pods pods = {0};
-	comp_visit v = {&pods, aw->ns, &s};
+	comp_visit v = {&pods, aw->ns, &s, c, nodes_fresh(c), NULL, 0};
 	sf_store_index_each(sf_informer_store(c->pod_inf), SF_AW_LABEL, aw->name, pod_visit_fn, &v);
+	o->noexec = v.noexec;
+	if (v.oom) {
+		free(comps);
+		o->failed = 1;
+		op_finish(o);
+		return;
+	}
 	int64_t expected = 0;
 	if (n && sf_awc_expected_pods(sf_obj_root(aw), &expected, err, sizeof(err)) < 0)
 		expected = 0;
@@ -1364,10 +1650,14 @@ static void process(void *ud, const char *key)
 	    .expected_pods = expected,
 	    .live_pods = m->have_live_pods ? &m->live_pods : NULL,
 	    .live_pods_ms = m->live_pods_ms,
+	    .noexec = o->noexec,
+	    .noexec_live = m->noexec_live,
 	};
 	m->have_live_pods = 0; /* news for this step only */
 	int rc = sf_awp_step(&in, &o->plan, err, sizeof(err));
 	free(comps);
+	free(m->noexec_live);
+	m->noexec_live = NULL;
 	if (rc < 0) {
 		sf_log_error(LOGGER, "cannot reconcile", "namespace", aw->ns, "name", aw->name,
 		             "error", rc == -ENOMEM ? "out of memory" : err, NULL);
@@ -1379,6 +1669,14 @@ static void process(void *ud, const char *key)
 		c->st.pods_suppressed++;
 		sf_log_info(LOGGER, "too few pods in the cache, enough in a live list: not acting",
 		            "namespace", aw->ns, "name", aw->name, NULL);
+	}
+	if (o->plan.suppressed_evacuation)
+		sf_log_debug(LOGGER, "NoExecute nodes in the node cache, not in live reads",
+		             "namespace", aw->ns, "name", aw->name, NULL);
+	if (o->plan.evacuated) {
+		c->st.evacuations++;
+		sf_log_info(LOGGER, "evacuating from NoExecute nodes", "namespace", aw->ns, "name",
+		            aw->name, NULL);
 	}
 	if (o->plan.suppressed_missing)
 		sf_log_debug(LOGGER, "component not in the cache; not acting on it yet",
@@ -1415,6 +1713,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	c->fault_lost_creates = opts ? opts->fault_lost_create_answers : 0;
 	c->fault_stall_ms = opts ? opts->fault_watch_stall_after_ms : 0;
 	c->fault_progress_ms = opts ? opts->fault_watch_progress_timeout_ms : 0;
+	c->fault_node_check_ms = opts ? opts->fault_node_check_delay_ms : 0;
 	if (opts && opts->ns && opts->ns[0] && !(c->ns = strdup(opts->ns)))
 		goto fail;
 	sf_queue_opts q = {
@@ -1451,6 +1750,19 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    (rc = sf_informer_add_handler(c->aw_inf, &aw_handler, c)) < 0 ||
 	    (rc = sf_informer_add_handler(c->pod_inf, &labelled_handler, c)) < 0)
 		goto fail;
+	if (c->cfg.autopilot.monitor_nodes) {
+		sf_informer_opts no = {0};
+		no.reflector.gvr = &GVR_NODES;
+		no.reflector.name = "nodes";
+		no.reflector.strip_managed_fields = 1;
+		no.reflector.transform = node_transform;
+		no.reflector.progress_timeout_ms = c->fault_progress_ms;
+		if ((rc = sf_store_add_index(sf_informer_store(c->pod_inf), NODE_INDEX, node_index,
+		                             NULL)) < 0 ||
+		    (rc = sf_informer_new(loop, client, &no, &c->node_inf)) < 0 ||
+		    (rc = sf_informer_add_handler(c->node_inf, &node_handler, c)) < 0)
+			goto fail;
+	}
 	if (opts && opts->admission_params_name && opts->admission_params_name[0]) {
 		/* last: nothing after it can fail (its timer is closed by stop) */
 		sf_admparams_opts ao = {.cfg = &c->cfg,
@@ -1473,7 +1785,8 @@ int sf_awctl_start(sf_awctl *c)
 	if (c->started)
 		return -EALREADY;
 	if ((rc = sf_kinds_start(c->kinds)) < 0 || (rc = sf_informer_start(c->aw_inf)) < 0 ||
-	    (rc = sf_informer_start(c->pod_inf)) < 0)
+	    (rc = sf_informer_start(c->pod_inf)) < 0 ||
+	    (c->node_inf && (rc = sf_informer_start(c->node_inf)) < 0))
 		return rc;
 	/* every replica, once: its log shows a misinstalled admission too */
 	if ((rc = sf_admcheck_start(c->client, &c->cfg, &c->admcheck)) < 0)
@@ -1527,6 +1840,13 @@ int sf_awctl_lead(sf_awctl *c, const char *rv, void (*ready)(void *ud, int err),
 		return rc;
 	}
 	c->barrier = b;
+	/* Nodes are not in the barrier (a node cache that cannot list must
+	 * not stop reconciling): the node cache only raises suspicions once
+	 * it holds a list asked since now, and every evacuation waits for a
+	 * live read anyway. */
+	c->lead_ns = sf_mono_ns();
+	if (c->node_inf)
+		sf_reflector_want_fresh(sf_informer_reflector(c->node_inf), c->lead_ns);
 	sf_barrier_arm(b); /* may call barrier_done at once */
 	return 0;
 }
@@ -1593,6 +1913,10 @@ void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
 	sf_informer_stop(c->aw_inf, part_closed, c);
 	c->closing_parts++;
 	sf_informer_stop(c->pod_inf, part_closed, c);
+	if (c->node_inf) {
+		c->closing_parts++;
+		sf_informer_stop(c->node_inf, part_closed, c);
+	}
 	c->closing_parts++;
 	sf_kinds_stop(c->kinds, part_closed, c);
 	c->closing_parts++;
@@ -1616,6 +1940,7 @@ void sf_awctl_free(sf_awctl *c)
 		sf_queue_close(c->queue, NULL, NULL);
 	sf_informer_free(c->aw_inf);
 	sf_informer_free(c->pod_inf);
+	sf_informer_free(c->node_inf);
 	sf_barrier_cancel(c->barrier);
 	sf_kinds_free(c->kinds);
 	sf_admcheck_free(c->admcheck);
@@ -1641,7 +1966,13 @@ static unsigned long watchdog_restarts(const sf_awctl *c)
 	sf_reflector_stats a, p;
 	sf_reflector_stats_get(sf_informer_reflector(c->aw_inf), &a);
 	sf_reflector_stats_get(sf_informer_reflector(c->pod_inf), &p);
-	return a.watchdog_restarts + p.watchdog_restarts + sf_kinds_watchdog_restarts(c->kinds);
+	unsigned long n = 0;
+	if (c->node_inf) {
+		sf_reflector_stats ns;
+		sf_reflector_stats_get(sf_informer_reflector(c->node_inf), &ns);
+		n = ns.watchdog_restarts;
+	}
+	return a.watchdog_restarts + p.watchdog_restarts + n + sf_kinds_watchdog_restarts(c->kinds);
 }
 
 /* One unlabelled counter. */
@@ -1738,6 +2069,14 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 	     c->st.pods_suppressed},
 	    {"pod_checks", "Live pod lists made before declaring too few pods ready",
 	     c->st.pod_lists},
+	    {"node_checks", "Live node reads made before evacuating from a NoExecute node",
+	     c->st.node_checks},
+	    {"evacuations", "Resets of Running AppWrappers off Autopilot NoExecute nodes",
+	     c->st.evacuations},
+	    {"evacuations_suppressed",
+	     "Steps where the node cache showed a NoExecute node that live reads did not "
+	     "(no evacuation)",
+	     c->st.evac_suppressed},
 	    {"components_created", "Components created", c->st.creates},
 	    {"components_adopted",
 	     "Creates that found the component already there and owned by its AppWrapper",

@@ -96,3 +96,37 @@ int sf_awn_noexec_has(const sf_awn_health *h, const char *resource)
 			return 1;
 	return 0;
 }
+
+static int uses(sf_jv list, const char *resource)
+{
+	char q[64];
+	return sf_jv_str(sf_jv_get(list, resource), q, sizeof(q)) > 0 && sf_awc_quantity_nonzero(q);
+}
+
+int sf_awn_pod_affected(sf_jv pod, const sf_awn_health *h)
+{
+	if (h->nnoexec == 0 || !sf_jv_streq(sf_jv_path(pod, "status.phase"), "Running") ||
+	    sf_jv_ok(sf_jv_path(pod, "metadata.deletionTimestamp")))
+		return 0;
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(pod, "spec.containers"));
+	sf_jv c;
+	while (sf_jv_next(&it, NULL, &c)) {
+		sf_jv lim = sf_jv_path(c, "resources.limits");
+		sf_jv req = sf_jv_path(c, "resources.requests");
+		for (size_t i = 0; i < h->nnoexec; i++)
+			if (uses(lim, h->noexec[i]) || uses(req, h->noexec[i]))
+				return 1;
+	}
+	return 0;
+}
+
+const char *const SF_AWN_DROPPED_FIELDS[] = {
+    "metadata.annotations",   "status.images",
+    "status.conditions",      "status.nodeInfo",
+    "status.volumesInUse",    "status.volumesAttached",
+    "status.addresses",       "status.daemonEndpoints",
+    "status.allocatable",     "status.config",
+    "status.runtimeHandlers", "status.features",
+    "spec.podCIDR",           "spec.podCIDRs",
+    "spec.providerID",        NULL,
+};

@@ -257,6 +257,39 @@ void sf_awp_pods_add(sf_awp_pods *p, sf_jv pod, const sf_aw_settings *s)
 	}
 }
 
+void sf_awp_nodes_add(sf_awp_nodes *ns, const char *node)
+{
+	size_t i = 0;
+	while (i < ns->n && strcmp(ns->name[i], node) < 0)
+		i++;
+	if (i < ns->n && strcmp(ns->name[i], node) == 0)
+		return;
+	if (strlen(node) >= sizeof(ns->name[0]) || ns->n == SF_AWP_MAX_NODES) {
+		ns->more++;
+		return;
+	}
+	memmove(ns->name[i + 1], ns->name[i], (ns->n - i) * sizeof(ns->name[0]));
+	snprintf(ns->name[i], sizeof(ns->name[0]), "%s", node);
+	ns->n++;
+}
+
+void sf_awp_nodes_str(const sf_awp_nodes *ns, char *buf, size_t n)
+{
+	size_t w = 0;
+	if (!n)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i <= ns->n && w < n; i++) {
+		int k = i < ns->n ? snprintf(buf + w, n - w, "%s%s", i ? " " : "[", ns->name[i])
+		                  : snprintf(buf + w, n - w, "%s]", ns->n ? "" : "[");
+		if (k < 0)
+			break;
+		w += (size_t)k;
+	}
+	if (ns->more && w < n)
+		snprintf(buf + w, n - w, " and %zu more", ns->more);
+}
+
 /* ---- the step ---- */
 
 typedef struct step {
@@ -812,6 +845,42 @@ static void failure_detail(const sf_awp_pods *p, char *buf, size_t n)
 		         p->fail_message[0] ? ": " : "", p->fail_message);
 }
 
+/* Autopilot's evacuation: a Running pod on a node whose NoExecute label
+ * value names a resource the pod uses. The node cache only raises the
+ * suspicion; a live read of each suspected node, answered since the last
+ * step, decides, so a label already gone (or a node cache behind) never
+ * costs a user a running workload. The reset does not count against the
+ * retry limit, as upstream (which fails the AppWrapper instead when the
+ * limit is already reached). Returns 1 when the step ends here. */
+static int evacuate(step *st)
+{
+	const sf_awp_nodes *sus = st->in->noexec;
+	if (!sus || (sus->n == 0 && sus->more == 0))
+		return 0;
+	const sf_awp_nodes *live = st->in->noexec_live;
+	if (!live) {
+		act(st, SF_AWP_ACT_VERIFY_NODES, 0);
+		st->plan->why =
+		    "pods on NoExecute nodes in the node cache; confirming with live reads";
+		requeue(st, REQUEUE_LIVE_PODS_MS);
+		return 1;
+	}
+	if (live->n == 0 && live->more == 0) {
+		st->plan->suppressed_evacuation = 1;
+		return 0;
+	}
+	char nodes[700], msg[800];
+	sf_awp_nodes_str(live, nodes, sizeof(nodes));
+	snprintf(msg, sizeof(msg), "Workload contains pods using NoExecute resources on Nodes: %s",
+	         nodes);
+	cond(st, C_UNHEALTHY, "True", "AutopilotNoExecute", msg);
+	event(st, 0, C_UNHEALTHY, "%s", msg);
+	st->plan->why = "evacuation from NoExecute nodes";
+	st->plan->evacuated = 1;
+	reset_or_fail(st, 0, 0);
+	return 1;
+}
+
 static void step_running(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
@@ -920,6 +989,8 @@ static void step_running(step *st)
 		reset_or_fail(st, pods->terminal_failure, 1);
 		return;
 	}
+	if (evacuate(st))
+		return;
 	clear_cond(st, C_UNHEALTHY, "FoundNoFailedPods", "");
 	if ((int64_t)pods->running + pods->succeeded >= st->in->expected_pods) {
 		char msg[96];

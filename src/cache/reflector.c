@@ -95,6 +95,8 @@ struct sf_reflector {
 	long backoff_initial_ms, backoff_max_ms, backoff_reset_ms;
 	double jitter;
 	int strip_managed_fields;
+	sf_obj *(*transform)(void *ud, sf_obj *obj);
+	void *transform_ud;
 	void (*on_rv)(void *ud, const char *rv);
 	void (*on_synced)(void *ud);
 	void *ud;
@@ -378,6 +380,8 @@ static int on_list_item(void *ud, sf_obj *item)
 	}
 	if (r->strip_managed_fields)
 		item = sf_obj_strip_managed_fields(item);
+	if (r->transform)
+		item = r->transform(r->transform_ud, item);
 	r->in_stream_cb = 1;
 	int rc = sf_store_replace_item(r->store, item);
 	r->in_stream_cb = 0;
@@ -818,8 +822,12 @@ static int on_watch_event(void *ud, sf_watch_type type, sf_obj *obj)
 		return 0;
 	}
 	r->progress_ns = sf_mono_ns();
-	if (r->strip_managed_fields && type != SF_WATCH_BOOKMARK && type != SF_WATCH_ERROR)
-		obj = sf_obj_strip_managed_fields(obj);
+	if (type != SF_WATCH_BOOKMARK && type != SF_WATCH_ERROR) {
+		if (r->strip_managed_fields)
+			obj = sf_obj_strip_managed_fields(obj);
+		if (r->transform)
+			obj = r->transform(r->transform_ud, obj);
+	}
 	r->in_stream_cb = 1;
 	if (type == SF_WATCH_ERROR) {
 		watch_error_event(r, obj);
@@ -1049,6 +1057,8 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
 	r->watch_list = opts->watch_list < 0 ? WL_OFF : WL_TRY;
 	r->strip_managed_fields = opts->strip_managed_fields;
+	r->transform = opts->transform;
+	r->transform_ud = opts->transform_ud;
 	r->progress_timeout_ms =
 	    opts->progress_timeout_ms == 0 ? 150000 : opts->progress_timeout_ms;
 	r->delay_max_ms = opts->fault_event_delay_max_ms;

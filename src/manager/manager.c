@@ -337,6 +337,7 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	ao.fault_lost_create_answers = sf_fault("LOST_CREATE_ANSWERS");
 	ao.fault_watch_stall_after_ms = sf_fault("WATCH_STALL_AFTER_MS");
 	ao.fault_watch_progress_timeout_ms = sf_fault("WATCH_PROGRESS_TIMEOUT_MS");
+	ao.fault_node_check_delay_ms = sf_fault("NODE_CHECK_DELAY_MS");
 	if ((rc = sf_awctl_new(&m.loop, m.client, &ao, &m.ctl)) < 0) {
 		sf_log_error(LOGGER, "cannot create the controller", "error", strerror(-rc), NULL);
 		goto fail;

@@ -758,23 +758,43 @@ size_t sf_obj_size(const sf_obj *o)
 	return (size_t)(o->rv + strlen(o->rv) + 1 - (const char *)o);
 }
 
-sf_obj *sf_obj_strip_managed_fields(sf_obj *o)
+sf_obj *sf_obj_strip_path(sf_obj *o, const char *path)
 {
-	if (!o)
-		return NULL;
-	sf_jv meta = sf_jv_get(sf_obj_root(o), "metadata");
-	sf_jv_iter it = sf_jv_iter_init(meta);
-	sf_jv k, v;
+	if (!o || !path || !*path)
+		return o;
+	/* walk the objects named by every segment but the last */
+	sf_jv cur = sf_obj_root(o);
+	const char *seg = path;
 	const char *start = NULL, *stop = NULL;
-	while (sf_jv_next(&it, &k, &v)) {
-		if (sf_jv_streq(k, "managedFields")) {
+	for (;;) {
+		const char *dot = strchr(seg, '.');
+		size_t n = dot ? (size_t)(dot - seg) : strlen(seg);
+		char name[256];
+		if (n >= sizeof(name))
+			return o;
+		memcpy(name, seg, n);
+		name[n] = '\0';
+		sf_jv_iter it = sf_jv_iter_init(cur);
+		sf_jv k, v;
+		int found = 0;
+		while (sf_jv_next(&it, &k, &v)) {
+			if (sf_jv_streq(k, name)) {
+				found = 1;
+				break;
+			}
+		}
+		if (!found)
+			return o;
+		if (!dot) {
 			start = k.p;
 			stop = v.p + v.n;
 			break;
 		}
+		if (sf_jv_type(v) != SF_JSON_OBJECT)
+			return o;
+		cur = v;
+		seg = dot + 1;
 	}
-	if (!start)
-		return o;
 	const char *text = o->json, *end = o->json + o->len;
 	/* take one separating comma with the member: the one after it, or
 	 * the one before it when it is the last member */
@@ -795,4 +815,9 @@ sf_obj *sf_obj_strip_managed_fields(sf_obj *o)
 		return o;
 	sf_obj_unref(o);
 	return n;
+}
+
+sf_obj *sf_obj_strip_managed_fields(sf_obj *o)
+{
+	return sf_obj_strip_path(o, "metadata.managedFields");
 }

@@ -80,7 +80,9 @@ static tl_aw_watch W;
 static sf_informer *WLS;       /* NS's Workloads */
 static char CFG[128];          /* the controller's operator config */
 static char NODE[96];          /* a node a test created, deleted by teardown */
+static char NODE2[96];         /* a second one */
 static char MORE_NODES[4][96]; /* more of them (kueue_suite.h) */
+static tl_ctl *CTL;            /* the controller setup started */
 
 /* The highest number of NS's Workloads holding quota at once, over every
  * change the watch delivered. */
@@ -331,7 +333,7 @@ static void setup(void)
 	      f);
 	fclose(f);
 	tl_ctl_opts co = {.ns = NS, .lease = "steadfast-kueue", .id = "kueue", .config = CFG};
-	tl_ctl_start(&K.loop, &co);
+	CTL = tl_ctl_start(&K.loop, &co);
 }
 
 static void delete_obj(const sf_gvr *gvr, const char *name)
@@ -372,6 +374,8 @@ static void teardown(void)
 	delete_obj(&GVR_PRIORITYCLASSES, name);
 	if (NODE[0])
 		delete_obj(&GVR_NODES, NODE);
+	if (NODE2[0])
+		delete_obj(&GVR_NODES, NODE2);
 	for (size_t i = 0; i < 4 && MORE_NODES[i][0]; i++)
 		delete_obj(&GVR_NODES, MORE_NODES[i]);
 	if (WLS)
@@ -639,11 +643,17 @@ static int pod_bound(void *ud)
 	return p->node[0] != '\0';
 }
 
-/* Creates node NODE with cpu/gpu capacity, Ready and schedulable (see
+/* Creates node `name` with cpu/gpu capacity, Ready and schedulable (see
  * tl_kueue_create_node). */
+static void create_node_named(const char *name, const char *labels, const char *taints, int cpu,
+                              int gpu)
+{
+	tl_kueue_create_node(&K, NS, name, labels, taints, cpu, gpu);
+}
+
 static void create_node(const char *labels, const char *taints, int cpu, int gpu)
 {
-	tl_kueue_create_node(&K, NS, NODE, labels, taints, cpu, gpu);
+	create_node_named(NODE, labels, taints, cpu, gpu);
 }
 
 /* ---- tests ---- */
@@ -1160,4 +1170,188 @@ Test(kueue, h_appwrappers_admitted_while_every_replica_is_down_run)
 	}
 	assert_undisturbed(3);
 	wait_cq_empty(30000);
+}
+
+/* ---- Autopilot ---- */
+
+#define GPUHEALTH "autopilot.ibm.com/gpuhealth"
+
+/* Two GPU nodes of this test's pool (a flavor with their label and
+ * toleration), NODE and NODE2, and queues with quota for 2 GPUs. */
+static void gpu_pool(void)
+{
+	char labels[160], taints[256], rf[512];
+	snprintf(NODE, sizeof(NODE), "%s-gpu-a", NS);
+	snprintf(NODE2, sizeof(NODE2), "%s-gpu-b", NS);
+	snprintf(labels, sizeof(labels), "steadfast.test/pool: %s", NS);
+	snprintf(taints, sizeof(taints),
+	         "[{key: steadfast.test/pool, value: %s, effect: NoSchedule}]", NS);
+	create_node_named(NODE, labels, taints, 4, 1);
+	create_node_named(NODE2, labels, taints, 4, 1);
+	snprintf(rf, sizeof(rf),
+	         "  nodeLabels: {steadfast.test/pool: %s}\n"
+	         "  tolerations: [{key: steadfast.test/pool, operator: Equal, value: %s, "
+	         "effect: NoSchedule}]",
+	         NS, NS);
+	queues(rf, 8, 2, "");
+}
+
+/* Sets (value) or removes (NULL) the GPU health label of node. */
+static void label_node(const char *node, const char *value)
+{
+	char body[256];
+	if (value)
+		snprintf(body, sizeof(body),
+		         "{\"metadata\":{\"labels\":{\"" GPUHEALTH "\":\"%s\"}}}", value);
+	else
+		snprintf(body, sizeof(body),
+		         "{\"metadata\":{\"labels\":{\"" GPUHEALTH "\":null}}}");
+	tl_res r;
+	sf_kube_req q = {.method = "PATCH",
+	                 .gvr = &GVR_NODES,
+	                 .name = node,
+	                 .content_type = "application/merge-patch+json",
+	                 .body = body,
+	                 .body_len = strlen(body)};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "labelling node %s: %ld %s", node, r.http_status,
+	             r.message);
+	tl_res_clear(&r);
+}
+
+/* A GPU AppWrapper of one long-running pod on the pool: Running, its pod
+ * bound (into *p); the pod carries Autopilot's anti-affinities. */
+static void gpu_aw_running(const char *name, pod_node *p)
+{
+	sf_obj_unref(create_aw(name, 1, 1, "\"steadfast.test/kwok-run-for\":\"10m\"",
+	                       "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"1\","
+	                       "\"" SF_AW_ANNOT_PREFIX "retryPausePeriodDuration\":\"1s\"",
+	                       NULL));
+	tl_aw_wait_phase(&W, name, "Running", 60000);
+	p->aw = name;
+	if (tl_run_until_fn(&K.loop, pod_bound, p, 30000) != 0) {
+		tl_aw_dump(&W, name);
+		cr_assert_fail("no pod of %s bound to a node in 30 s", name);
+	}
+	cr_assert(strcmp(p->node, NODE) == 0 || strcmp(p->node, NODE2) == 0,
+	          "pod on %s, not on the pool", p->node);
+	sf_obj *pod = sf_store_get_ns(sf_informer_store(W.pods), NS, p->pod);
+	cr_assert_not_null(pod);
+	sf_jv aff = sf_jv_path(sf_obj_root(pod), "spec.affinity.nodeAffinity");
+	sf_jv req =
+	    sf_jv_path(aff, "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]."
+	                    "matchExpressions[0]");
+	cr_assert(sf_jv_streq(sf_jv_get(req, "key"), GPUHEALTH) &&
+	              sf_jv_streq(sf_jv_get(req, "operator"), "NotIn") &&
+	              sf_jv_streq(sf_jv_at(sf_jv_get(req, "values"), 1), "EVICT"),
+	          "the pod lacks the required anti-affinity: %s", pod->json);
+	sf_jv pref = sf_jv_path(aff, "preferredDuringSchedulingIgnoredDuringExecution[0]");
+	int64_t w = 0;
+	sf_jv_int64(sf_jv_get(pref, "weight"), &w);
+	cr_assert_eq(w, 50, "the pod lacks the preferred anti-affinity: %s", pod->json);
+}
+
+static int64_t resets_of(const char *aw)
+{
+	int64_t n = -1;
+	sf_jv_int64(sf_jv_path(sf_obj_root(tl_aw_cached(&W, aw)), "status.resettingCount"), &n);
+	return n < 0 ? 0 : n;
+}
+
+/* Labelling a running GPU AppWrapper's node EVICT resets it once, without
+ * consuming retryLimit, with upstream's reason and message; its new pod
+ * avoids the node (the required anti-affinity) and runs on the other. */
+Test(kueue, i_an_evict_label_evacuates_once_without_a_retry)
+{
+	gpu_pool();
+	pod_node p = {0};
+	gpu_aw_running("evac", &p);
+	const char *other = strcmp(p.node, NODE) == 0 ? NODE2 : NODE;
+	size_t from = tl_ctl_nlines(CTL);
+	label_node(p.node, "EVICT");
+	if (tl_run_until_fn(&K.loop, resetting, "evac", 30000) != 0) {
+		tl_aw_dump(&W, "evac");
+		cr_assert_fail("no evacuation in 30 s after labelling %s EVICT", p.node);
+	}
+	char reason[TL_AW_REASON_LEN] = "", msg[TL_AW_MESSAGE_LEN] = "", want[512];
+	tl_aw_cond(&W, "evac", "Unhealthy", reason, msg);
+	cr_assert_str_eq(reason, "AutopilotNoExecute");
+	snprintf(want, sizeof(want),
+	         "Workload contains pods using NoExecute resources on Nodes: [%s]", p.node);
+	cr_assert_str_eq(msg, want);
+	tl_aw_events ev = tl_aw_wait_event(&W, "evac", want, 10000);
+	cr_assert(!ev.warning, "upstream's evacuation event is Normal");
+	if (tl_run_until_fn(&K.loop, running_again, "evac", 60000) != 0) {
+		tl_aw_dump(&W, "evac");
+		cr_assert_fail("not Running again after the evacuation in 60 s");
+	}
+	other_pod o = {.aw = "evac", .not = p.pod};
+	if (tl_run_until_fn(&K.loop, other_pod_found, &o, 30000) != 0) {
+		tl_aw_dump(&W, "evac");
+		cr_assert_fail("no new pod after the evacuation in 30 s");
+	}
+	pod_node q = {.aw = "evac"};
+	snprintf(q.pod, sizeof(q.pod), "%s", o.name);
+	sf_obj *np = NULL;
+	for (long ms = 30000; ms > 0; ms -= 100) {
+		np = sf_store_get_ns(sf_informer_store(W.pods), NS, o.name);
+		if (np && sf_jv_ok(sf_jv_path(sf_obj_root(np), "spec.nodeName")))
+			break;
+		pause_loop(100);
+	}
+	cr_assert_not_null(np);
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(np), "spec.nodeName"), other),
+	          "the new pod is not on the healthy node %s: %s", other, np->json);
+	cr_assert_eq(resets_of("evac"), 0, "the evacuation consumed a retry");
+	cr_assert_eq(tl_ctl_count(CTL, "evacuating from NoExecute nodes", from), 1,
+	             "not exactly one evacuation");
+	track *t = track_of("evac");
+	cr_assert_eq(t->njob_uids, 2, "%d Jobs: the evacuation re-creates the Job once",
+	             t->njob_uids);
+	cr_assert_eq(t->resuspended, 0, "suspended again during the evacuation");
+	cr_assert(!t->failed);
+}
+
+/* The node cache shows EVICT, but the label is gone when the live read is
+ * made (the test build holds the read back 4 s; the test removes the label
+ * in that window): no evacuation, the suppression logged and counted. */
+Test(kueue, j_a_label_gone_before_the_live_read_suppresses_the_evacuation)
+{
+	tl_ctl_stop_all(&K.loop);
+	static const char *const env[] = {"STEADFAST_FAULT_NODE_CHECK_DELAY_MS=4000", NULL};
+	tl_ctl_opts co = {.ns = NS,
+	                  .lease = "steadfast-kueue",
+	                  .id = "kueue-held",
+	                  .config = CFG,
+	                  .faults = 1,
+	                  .env = env};
+	CTL = tl_ctl_start(&K.loop, &co);
+	gpu_pool();
+	pod_node p = {0};
+	gpu_aw_running("stay", &p);
+	size_t from = tl_ctl_nlines(CTL);
+	label_node(p.node, "EVICT");
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, CTL, "confirming NoExecute nodes with live reads",
+	                              from, 20000),
+	              0, "the controller never saw the EVICT label");
+	label_node(p.node, NULL);
+	cr_assert_geq(
+	    tl_ctl_wait_log(&K.loop, CTL, "not in live reads: not evacuating", from, 20000), 0,
+	    "no suppression logged");
+	track *t = track_of("stay");
+	cr_assert(!t->resetting, "evacuated although the label was gone");
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(tl_aw_cached(&W, "stay")), "status.phase"),
+	                      "Running"));
+	cr_assert_eq(resets_of("stay"), 0);
+	cr_assert_eq(t->njob_uids, 1);
+	cr_assert_eq(tl_ctl_count(CTL, "evacuating from NoExecute nodes", from), 0);
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	int port = tl_ctl_port(&K.loop, CTL, "metrics");
+	cr_assert_eq(tl_ctl_http_get(port, "/metrics", &b), 200);
+	const char *m = strstr(b.data, "\nsteadfast_appwrapper_evacuations_suppressed_total ");
+	cr_assert(m && atol(m + 51) >= 1, "%s", b.data);
+	m = strstr(b.data, "\nsteadfast_appwrapper_evacuations_total ");
+	cr_assert(m && atol(m + 40) == 0, "%s", b.data);
+	sf_buf_free(&b);
 }

@@ -27,7 +27,7 @@
  *     to Failed with its Warning event; the audit log shows no request of
  *     it refused; the Deployment's pod passes the namespace's restricted
  *     Pod Security level; and the same token is refused what the RBAC does
- *     not grant (another Lease, secrets, nodes, deleting its own Lease).
+ *     not grant (another Lease, secrets, writing nodes, deleting its own Lease).
  *     Kueue's admission and pod status are played there: the subject is
  *     the RBAC of each request the controller sends, the same whoever
  *     admits (suite kueue runs the real Kueue and kwok nodes).
@@ -1409,7 +1409,16 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	sf_kube_req q7 = {.method = "GET", .gvr = &GVR_SECRETS};
 	cr_assert_eq(sa_status(&q7), 403, "listing secrets cluster-wide");
 	sf_kube_req q8 = {.method = "GET", .gvr = &GVR_NODES};
-	cr_assert_eq(sa_status(&q8), 403, "listing nodes");
+	cr_assert_eq(sa_status(&q8), 200, "listing nodes (Autopilot's node cache)");
+	static const char nodepatch[] = "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}";
+	sf_kube_req q8w = {.method = "PATCH",
+	                   .gvr = &GVR_NODES,
+	                   .name = "no-such-node",
+	                   .content_type = "application/merge-patch+json",
+	                   .query = "dryRun=All",
+	                   .body = nodepatch,
+	                   .body_len = strlen(nodepatch)};
+	cr_assert_eq(sa_status(&q8w), 403, "patching a node");
 	static const char cmb[] =
 	    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}}";
 	sf_kube_req q9 = {.method = "POST",

@@ -94,3 +94,35 @@ Test(awnodes, a_labelled_node_without_the_resource_takes_nothing_out)
 	cr_assert_eq(h.nnosched, 0);
 	cr_assert_eq(sf_awn_classify(J("[]"), &c.autopilot, &h), -EINVAL);
 }
+
+#define POD(phase, extra, resources)                                                               \
+	"{\"metadata\":{\"name\":\"p\"" extra "},\"spec\":{\"nodeName\":\"n1\",\"containers\":["   \
+	"{\"name\":\"a\"},{\"name\":\"b\",\"resources\":" resources                                \
+	"}]},\"status\":{\"phase\":\"" phase "\"}}"
+
+Test(awnodes, only_running_pods_using_the_noexec_resource_are_affected)
+{
+	sf_awn_health evict = classify(NODE("\"autopilot.ibm.com/gpuhealth\":\"EVICT\"", ""));
+	sf_awn_health healthy = classify(NODE("", ""));
+
+	cr_assert(sf_awn_pod_affected(
+	    J(POD("Running", "", "{\"limits\":{\"nvidia.com/gpu\":\"1\"}}")), &evict));
+	cr_assert(sf_awn_pod_affected(
+	    J(POD("Running", "", "{\"requests\":{\"nvidia.com/gpu\":\"2\"}}")), &evict));
+	cr_assert_not(sf_awn_pod_affected(
+	    J(POD("Running", "", "{\"limits\":{\"nvidia.com/gpu\":\"1\"}}")), &healthy));
+	cr_assert_not(
+	    sf_awn_pod_affected(J(POD("Running", "", "{\"limits\":{\"cpu\":\"1\"}}")), &evict),
+	    "a pod without GPUs stays");
+	cr_assert_not(sf_awn_pod_affected(
+	                  J(POD("Running", "", "{\"limits\":{\"nvidia.com/gpu\":\"0\"}}")), &evict),
+	              "zero GPUs is not using them");
+	cr_assert_not(sf_awn_pod_affected(
+	                  J(POD("Pending", "", "{\"limits\":{\"nvidia.com/gpu\":\"1\"}}")), &evict),
+	              "only Running pods, as upstream");
+	cr_assert_not(
+	    sf_awn_pod_affected(J(POD("Running", ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"",
+	                              "{\"limits\":{\"nvidia.com/gpu\":\"1\"}}")),
+	                        &evict),
+	    "a pod being deleted is leaving already");
+}

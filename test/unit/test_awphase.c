@@ -91,6 +91,7 @@ typedef struct snap {
 	int have_live; /* live (a live pod list) answered at live_ms */
 	sf_awp_pods live;
 	int64_t live_ms;
+	const sf_awp_nodes *noexec, *noexec_live;
 	sf_awp_plan plan;
 } snap;
 
@@ -114,6 +115,8 @@ static void run(snap *s)
 	    .expected_pods = s->expected ? s->expected : 1,
 	    .live_pods = s->have_live ? &s->live : NULL,
 	    .live_pods_ms = s->live_ms,
+	    .noexec = s->noexec,
+	    .noexec_live = s->noexec_live,
 	};
 	cr_assert_eq(sf_awp_step(&in, &s->plan, err, sizeof(err)), 0, "%s", err);
 }
@@ -1087,4 +1090,116 @@ Test(awphase, running_pods_grace_counts_from_the_last_time_enough_were_seen)
 	cr_assert(has_act(&t, SF_AWP_ACT_LIST_PODS));
 	cr_assert(t.plan.status == NULL || strcmp(pphase(&t), "Running") == 0);
 	done(&t);
+}
+
+Test(awphase, nodes_are_kept_sorted_once_and_counted_beyond_the_bound)
+{
+	sf_awp_nodes ns = {0};
+	char buf[256];
+	sf_awp_nodes_str(&ns, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "[]");
+	sf_awp_nodes_add(&ns, "b");
+	sf_awp_nodes_add(&ns, "a");
+	sf_awp_nodes_add(&ns, "b");
+	sf_awp_nodes_str(&ns, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "[a b]");
+	for (int i = 0; i < SF_AWP_MAX_NODES + 2; i++) {
+		char n[16];
+		snprintf(n, sizeof(n), "n%02d", i);
+		sf_awp_nodes_add(&ns, n);
+	}
+	cr_assert_eq(ns.n, SF_AWP_MAX_NODES);
+	cr_assert_eq(ns.more, 4);
+	sf_awp_nodes_str(&ns, buf, sizeof(buf));
+	cr_assert(strstr(buf, "] and 4 more"), "%s", buf);
+}
+
+/* Running, pods ready, one pod on a node the node cache says is NoExecute
+ * for a resource it uses: no reset before a live read confirms it. */
+Test(awphase, running_on_a_noexec_node_asks_for_live_reads_first)
+{
+	char *st = running_status(NOW - 120000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.pods.running = 1;
+	s.pods.total = 1;
+	sf_awp_nodes sus = {0};
+	sf_awp_nodes_add(&sus, "gpu-1");
+	s.noexec = &sus;
+	run(&s);
+	cr_assert(has_act(&s, SF_AWP_ACT_VERIFY_NODES));
+	cr_assert_null(s.plan.status, "nothing written on a suspicion");
+	cr_assert_eq(s.plan.to, SF_AW_RUNNING);
+	cr_assert_eq(s.plan.evacuated, 0);
+	done(&s);
+}
+
+Test(awphase, running_confirmed_noexec_resets_without_counting_a_retry)
+{
+	char *st = running_status(NOW - 120000, NULL, 2);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.pods.running = 1;
+	s.pods.total = 1;
+	sf_awp_nodes sus = {0}, live = {0};
+	sf_awp_nodes_add(&sus, "gpu-1");
+	sf_awp_nodes_add(&live, "gpu-1");
+	s.noexec = &sus;
+	s.noexec_live = &live;
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Resetting");
+	int64_t n = -1;
+	sf_jd_int(sf_jd_get(s.plan.status, "resettingCount"), &n);
+	cr_assert_eq(n, 2, "an evacuation is not a retry");
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.status, "True");
+	cr_assert_str_eq(u.reason, "AutopilotNoExecute");
+	cr_assert_str_eq(u.message,
+	                 "Workload contains pods using NoExecute resources on Nodes: [gpu-1]");
+	cr_assert_eq(s.plan.nevents, 1);
+	cr_assert_eq(s.plan.events[0].warning, 0, "upstream's event is Normal");
+	cr_assert_str_eq(s.plan.events[0].reason, "Unhealthy");
+	cr_assert_eq(s.plan.evacuated, 1);
+	done(&s);
+}
+
+Test(awphase, running_noexec_at_the_retry_limit_fails_as_upstream)
+{
+	char *st = running_status(NOW - 120000, NULL, 3);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.pods.running = 1;
+	s.pods.total = 1;
+	sf_awp_nodes sus = {0}, live = {0};
+	sf_awp_nodes_add(&sus, "gpu-1");
+	sf_awp_nodes_add(&live, "gpu-1");
+	s.noexec = &sus;
+	s.noexec_live = &live;
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Failed");
+	done(&s);
+}
+
+Test(awphase, running_noexec_the_live_reads_disprove_is_suppressed)
+{
+	char *st = running_status(NOW - 120000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.pods.running = 1;
+	s.pods.total = 1;
+	sf_awp_nodes sus = {0}, live = {0};
+	sf_awp_nodes_add(&sus, "gpu-1");
+	s.noexec = &sus;
+	s.noexec_live = &live; /* read: the label has gone */
+	run(&s);
+	cr_assert_eq(s.plan.suppressed_evacuation, 1);
+	cr_assert_eq(s.plan.evacuated, 0);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY_NODES));
+	cr_assert_str_eq(pcond(&s, "PodsReady").status, "True", "the step goes on as usual");
+	cr_assert_neq(s.plan.to, SF_AW_RESETTING);
+	done(&s);
 }

@@ -585,3 +585,27 @@ Test(json, strip_managed_fields_keeps_everything_else)
 		sf_obj_unref(s);
 	}
 }
+
+Test(json, strip_path_drops_one_nested_member_and_nothing_else)
+{
+	const char *cases[][3] = {
+	    {"status.images",
+	     "{\"metadata\":{\"name\":\"n\"},\"status\":{\"capacity\":{\"cpu\":\"8\"},\"images\":[{"
+	     "\"names\":[\"a\"]}]}}",
+	     "{\"metadata\":{\"name\":\"n\"},\"status\":{\"capacity\":{\"cpu\":\"8\"}}}"},
+	    {"status.images", "{\"status\":{\"images\":[],\"capacity\":{}}}",
+	     "{\"status\":{\"capacity\":{}}}"},
+	    {"status.images", "{\"status\":{\"capacity\":{}}}", "{\"status\":{\"capacity\":{}}}"},
+	    {"status.images", "{\"status\":\"images\"}", "{\"status\":\"images\"}"},
+	    {"metadata.annotations", "{\"metadata\":{\"annotations\":{\"a\":\"b\"}}}",
+	     "{\"metadata\":{}}"},
+	    {"spec", "{\"spec\":{\"x\":1},\"status\":{}}", "{\"status\":{}}"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sf_obj *o = sf_obj_new(cases[i][1], strlen(cases[i][1]));
+		cr_assert_not_null(o);
+		sf_obj *s = sf_obj_strip_path(o, cases[i][0]);
+		cr_assert_str_eq(s->json, cases[i][2], "case %zu", i);
+		sf_obj_unref(s);
+	}
+}
