@@ -62,6 +62,11 @@ size_t sf_slackcq_unusable_add(sf_slackcq_unusable *u, const sf_awn_health *h);
 /* The unusable amount of resource, 0 when none. */
 int64_t sf_slackcq_unusable_get(const sf_slackcq_unusable *u, const char *resource);
 
+/* 1 when a Node's change (old or new_obj NULL: added, deleted) changes
+ * what it takes out of scheduling under ap: when a pass is worth asking
+ * for (sf_slackcq_kick). */
+int sf_slackcq_node_changed(const sf_obj *old, const sf_obj *new_obj, const sf_aw_autopilot *ap);
+
 /* One resource entry whose lendingLimit is to change. */
 typedef struct sf_slackcq_change {
 	char resource[254];

@@ -39,6 +39,7 @@
 #include "steadfast/kinds.h"
 #include "steadfast/log.h"
 #include "steadfast/queue.h"
+#include "steadfast/slackcq.h"
 #include "steadfast/strmap.h"
 #include "steadfast/time.h"
 
@@ -151,6 +152,7 @@ struct sf_awctl {
 	req *reqs;
 	sf_admcheck *admcheck;   /* the start-up look at installed admission */
 	sf_admparams *admparams; /* the leader's upkeep of its parameters, or NULL */
+	sf_slackcq *slackcq;     /* the leader's upkeep of the slack queue's limits, or NULL */
 	int started;
 	int leading;
 	uint64_t term;
@@ -471,10 +473,23 @@ static int same_noexec(const sf_awn_health *a, const sf_awn_health *b)
 	return 1;
 }
 
+/* The slack queue's limits follow what nodes take out of scheduling. */
+static void slack_kick(sf_awctl *c, const sf_obj *old, const sf_obj *new_obj)
+{
+	if (c->slackcq && sf_slackcq_node_changed(old, new_obj, &c->cfg.autopilot))
+		sf_slackcq_kick(c->slackcq);
+}
+
+static int slack_nodes_fresh(void *ud)
+{
+	return nodes_fresh(ud);
+}
+
 static void node_add(void *ud, sf_obj *obj)
 {
 	sf_awctl *c = ud;
 	sf_awn_health h;
+	slack_kick(c, NULL, obj);
 	if (sf_awn_classify(sf_obj_root(obj), &c->cfg.autopilot, &h) == 0 && h.nnoexec > 0)
 		enqueue_node(c, obj->name);
 }
@@ -483,6 +498,7 @@ static void node_update(void *ud, sf_obj *old, sf_obj *new_obj)
 {
 	sf_awctl *c = ud;
 	sf_awn_health a, b;
+	slack_kick(c, old, new_obj);
 	if (sf_awn_classify(sf_obj_root(new_obj), &c->cfg.autopilot, &b) != 0 || b.nnoexec == 0)
 		return;
 	if (sf_awn_classify(sf_obj_root(old), &c->cfg.autopilot, &a) != 0 || !same_noexec(&a, &b))
@@ -516,7 +532,12 @@ static int note_noexec(sf_awp_nodes **ns, sf_jv pod, const sf_awn_health *h, con
 	return 0;
 }
 
-static const sf_informer_handler node_handler = {node_add, node_update, NULL, node_synced};
+static void node_delete(void *ud, sf_obj *obj)
+{
+	slack_kick(ud, obj, NULL);
+}
+
+static const sf_informer_handler node_handler = {node_add, node_update, node_delete, node_synced};
 
 static sf_obj *node_transform(void *ud, sf_obj *obj)
 {
@@ -1772,6 +1793,16 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 		if ((rc = sf_admparams_new(loop, client, &ao, &c->admparams)) < 0)
 			goto fail;
 	}
+	if (c->cfg.slack_queue_name[0] && c->node_inf) {
+		/* after admparams: nothing after it can fail either */
+		sf_slackcq_opts so = {.name = c->cfg.slack_queue_name,
+		                      .autopilot = &c->cfg.autopilot,
+		                      .nodes = sf_informer_store(c->node_inf),
+		                      .nodes_synced = slack_nodes_fresh,
+		                      .nodes_ud = c};
+		if ((rc = sf_slackcq_new(loop, client, &so, &c->slackcq)) < 0)
+			goto fail;
+	}
 	*out = c;
 	return 0;
 fail:
@@ -1857,6 +1888,7 @@ int sf_awctl_activate(sf_awctl *c)
 		return -EAGAIN;
 	sf_queue_reopen(c->queue);
 	sf_admparams_run(c->admparams);
+	sf_slackcq_run(c->slackcq);
 	sf_log_info(LOGGER, "reconciling", NULL);
 	enqueue_all(c);
 	return 0;
@@ -1873,6 +1905,7 @@ void sf_awctl_unlead(sf_awctl *c)
 	c->barrier = NULL;
 	sf_queue_shutdown(c->queue, NULL, NULL);
 	sf_admparams_pause(c->admparams);
+	sf_slackcq_pause(c->slackcq);
 	sf_strmap_clear(c->mem, mem_free);
 	sf_events_reset(c->events);
 	sf_log_info(LOGGER, "stopped reconciling", NULL);
@@ -1925,6 +1958,9 @@ void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
 	sf_admparams_close(c->admparams, part_closed, c);
 	c->admparams = NULL;
 	c->closing_parts++;
+	sf_slackcq_close(c->slackcq, part_closed, c);
+	c->slackcq = NULL;
+	c->closing_parts++;
 	if (c->ops == 0)
 		sf_queue_close(c->queue, part_closed, c);
 	else
@@ -1945,6 +1981,7 @@ void sf_awctl_free(sf_awctl *c)
 	sf_kinds_free(c->kinds);
 	sf_admcheck_free(c->admcheck);
 	sf_admparams_close(c->admparams, NULL, NULL); /* only when never stopped */
+	sf_slackcq_close(c->slackcq, NULL, NULL);
 	sf_events_free(c->events);
 	sf_strmap_free(c->mem, mem_free);
 	sf_strmap_free(c->phase_counts, free);
@@ -1984,6 +2021,8 @@ static void add_count(sf_prom *p, const char *name, const char *help, uint64_t v
 int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 {
 	sf_admparams_metrics_write(c->admparams, p);
+	if (c->slackcq)
+		sf_slackcq_metrics_write(c->slackcq, p);
 	add_count(p, "steadfast_watch_restarts_total",
 	          "Watches ended by the progress watchdog (no event or bookmark for 150 s) and "
 	          "started again on a fresh connection",

@@ -79,6 +79,33 @@ int64_t sf_slackcq_unusable_get(const sf_slackcq_unusable *u, const char *resour
 	return 0;
 }
 
+static int same_nosched(const sf_awn_health *a, const sf_awn_health *b)
+{
+	if (a->nnosched != b->nnosched)
+		return 0;
+	for (size_t i = 0; i < a->nnosched; i++) {
+		size_t j = 0;
+		while (j < b->nnosched &&
+		       strcmp(a->nosched[i].resource, b->nosched[j].resource) != 0)
+			j++;
+		if (j == b->nnosched || strcmp(a->nosched[i].quantity, b->nosched[j].quantity) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+int sf_slackcq_node_changed(const sf_obj *old, const sf_obj *new_obj, const sf_aw_autopilot *ap)
+{
+	sf_awn_health a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	if (old)
+		sf_awn_classify(sf_obj_root(old), ap, &a);
+	if (new_obj)
+		sf_awn_classify(sf_obj_root(new_obj), ap, &b);
+	return !same_nosched(&a, &b);
+}
+
 void sf_slackcq_plan_init(sf_slackcq_plan *p)
 {
 	memset(p, 0, sizeof(*p));

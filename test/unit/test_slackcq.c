@@ -268,3 +268,35 @@ Test(slackcq, a_malformed_clusterqueue_is_an_error_naming_the_field)
 	malformed(CQ(CPU("8Ei")), "resources[0].nominalQuota (cpu): out of range");
 	malformed(CQ(GPU_LL("8", "x")), "resources[0].lendingLimit (nvidia.com/gpu)");
 }
+
+Test(slackcq, a_node_change_matters_when_its_unusable_capacity_changes)
+{
+	sf_aw_config c;
+	sf_awcfg_defaults(&c);
+	const char *healthy = NODE("\"autopilot.ibm.com/gpuhealth\":\"PASS\"", "");
+	const char *warn = NODE("\"autopilot.ibm.com/gpuhealth\":\"WARN\"", "");
+	const char *testing = NODE("\"autopilot.ibm.com/gpuhealth\":\"TESTING\"", "");
+	const char *evict = NODE("\"autopilot.ibm.com/gpuhealth\":\"EVICT\"", "");
+	const char *cordoned = NODE("", "\"unschedulable\":true");
+	sf_obj *h = sf_obj_parse(healthy, strlen(healthy), NULL, 0);
+	sf_obj *w = sf_obj_parse(warn, strlen(warn), NULL, 0);
+	sf_obj *t = sf_obj_parse(testing, strlen(testing), NULL, 0);
+	sf_obj *e = sf_obj_parse(evict, strlen(evict), NULL, 0);
+	sf_obj *k = sf_obj_parse(cordoned, strlen(cordoned), NULL, 0);
+	cr_assert(h && w && t && e && k);
+	cr_assert_not(sf_slackcq_node_changed(h, w, &c.autopilot),
+	              "PreferNoSchedule takes nothing");
+	cr_assert_not(sf_slackcq_node_changed(h, h, &c.autopilot));
+	cr_assert_not(sf_slackcq_node_changed(t, e, &c.autopilot), "the same GPUs out either way");
+	cr_assert(sf_slackcq_node_changed(h, t, &c.autopilot));
+	cr_assert(sf_slackcq_node_changed(t, k, &c.autopilot));
+	cr_assert(sf_slackcq_node_changed(k, h, &c.autopilot));
+	cr_assert_not(sf_slackcq_node_changed(NULL, h, &c.autopilot), "a healthy node added");
+	cr_assert(sf_slackcq_node_changed(NULL, k, &c.autopilot));
+	cr_assert(sf_slackcq_node_changed(t, NULL, &c.autopilot), "an unhealthy node deleted");
+	sf_obj_unref(h);
+	sf_obj_unref(w);
+	sf_obj_unref(t);
+	sf_obj_unref(e);
+	sf_obj_unref(k);
+}
