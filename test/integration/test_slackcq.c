@@ -6,20 +6,24 @@
  * cpu and nvidia.com/gpu; two kwok nodes of 8 cpus and 4 GPUs each. The
  * controller, with Autopilot's default node rules, must follow their
  * health in that queue's lendingLimits, as Kueue stores them:
+ *   - started before the ClusterQueue exists, it says so once and goes on;
  *   - a cordoned node takes all its capacity out: each limit becomes
  *     nominal minus that node's capacity;
  *   - the other node labelled autopilot.ibm.com/gpuhealth=TESTING takes
  *     its GPUs out too: the GPU limit drops to 0 (more unusable than
  *     quota), the cpu limit stays;
  *   - a limit edited by hand is put back by the next pass;
- *   - uncordoned and unlabelled, the limits are removed.
+ *   - uncordoned and unlabelled, the limits are removed;
+ *   - its metrics count the passes that wrote.
  * Every state is awaited by polling the ClusterQueue with a deadline.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/buf.h"
 #include "steadfast/client.h"
 #include "steadfast/json.h"
 #include "kueue_suite.h"
@@ -104,6 +108,21 @@ Test(kueue, k_slack_queue_lending_limits_follow_node_health)
 	tl_kueue_create_node(k, ns, a, "", "[]", 8, 4);
 	tl_kueue_create_node(k, ns, b, "", "[]", 8, 4);
 
+	snprintf(cfg, sizeof(cfg), "/tmp/steadfast-slackcq-%d.yaml", (int)getpid());
+	FILE *f = fopen(cfg, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "appwrapper:\n  slackQueueName: %s\n", cq);
+	fclose(f);
+	tl_ctl_opts co = {.ns = ns, .lease = "steadfast-slack", .id = "slack", .config = cfg};
+	tl_ctl *ctl = tl_ctl_start(&k->loop, &co);
+	/* no ClusterQueue yet: nothing to do, said once */
+	if (tl_ctl_wait_log(&k->loop, ctl, "slack ClusterQueue not found", 0, 30000) < 0) {
+		tl_ctl_dump(ctl, 40);
+		unlink(cfg);
+		cr_assert_fail("no pass over the slack ClusterQueue in 30 s");
+	}
+	unlink(cfg);
+
 	/* lendingLimit needs a cohort */
 	snprintf(y, sizeof(y),
 	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n"
@@ -117,22 +136,13 @@ Test(kueue, k_slack_queue_lending_limits_follow_node_health)
 	         "      - {name: nvidia.com/gpu, nominalQuota: \"6\"}\n",
 	         ns, cq, ns, ns);
 	tl_aw_apply_yaml(k, ns, y, NULL, NULL);
-
-	snprintf(cfg, sizeof(cfg), "/tmp/steadfast-slackcq-%d.yaml", (int)getpid());
-	FILE *f = fopen(cfg, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "appwrapper:\n  slackQueueName: %s\n", cq);
-	fclose(f);
-	tl_ctl_opts co = {.ns = ns, .lease = "steadfast-slack", .id = "slack", .config = cfg};
-	tl_ctl *ctl = tl_ctl_start(&k->loop, &co);
-	/* its first pass finds every node healthy: no limit to write */
-	if (tl_ctl_wait_log(&k->loop, ctl, "slack ClusterQueue lendingLimits agree", 0, 30000) <
-	    0) {
-		tl_ctl_dump(ctl, 40);
-		unlink(cfg);
-		cr_assert_fail("no pass over the slack ClusterQueue in 30 s");
-	}
-	unlink(cfg);
+	/* the next pass (30 s apart) finds every node healthy: no limit to
+	 * write */
+	cr_assert_geq(
+	    tl_ctl_wait_log(&k->loop, ctl, "slack ClusterQueue lendingLimits agree", 0, 40000), 0,
+	    "the ClusterQueue created was not looked at");
+	cr_assert_eq(tl_ctl_count(ctl, "slack ClusterQueue not found", 0), 1,
+	             "absent said more than once");
 	wait_limits(cq, "", "", 1000);
 
 	/* cordoned: all of a is out, 20-8 cpus and 6-4 GPUs lent at most */
@@ -160,6 +170,22 @@ Test(kueue, k_slack_queue_lending_limits_follow_node_health)
 	patch(&GVR_NODES, b, MERGE,
 	      "{\"metadata\":{\"labels\":{\"autopilot.ibm.com/gpuhealth\":null}}}");
 	wait_limits(cq, "", "", 15000);
+
+	/* at least four writes (set, lowered, put back, removed: more if the
+	 * last two node changes came to two passes), one pass found none */
+	sf_buf m;
+	sf_buf_init(&m, 0);
+	cr_assert_eq(tl_ctl_http_get(tl_ctl_port(&k->loop, ctl, "metrics"), "/metrics", &m), 200);
+	sf_buf_putc(&m, 0);
+	const char *u = strstr(m.data, "steadfast_slack_queue_syncs_total{result=\"updated\"} ");
+	cr_assert_not_null(u, "%s", m.data);
+	cr_assert_geq(atol(u + strlen("steadfast_slack_queue_syncs_total{result=\"updated\"} ")), 4,
+	              "%s", m.data);
+	cr_assert(strstr(m.data, "steadfast_slack_queue_syncs_total{result=\"absent\"} 1\n"), "%s",
+	          m.data);
+	cr_assert(strstr(m.data, "steadfast_slack_queue_syncs_total{result=\"error\"} 0\n"), "%s",
+	          m.data);
+	sf_buf_free(&m);
 
 	tl_kueue_delete(k, &GVR_NODES, a);
 	tl_kueue_delete(k, &GVR_NODES, b);

@@ -3,17 +3,25 @@
  * unusable capacity summed over nodes, and the JSON Patch that sets,
  * lowers or removes each limit of the first flavor of the first resource
  * group, or nothing when the limits already agree, or an error naming
- * the field when the ClusterQueue is malformed.
+ * the field when the ClusterQueue is malformed. Against the scripted
+ * server, one pass: v1beta2 not served falls back to v1beta1, a patch
+ * whose `test` failed reads again, the write is a JSON Patch. The real
+ * Kueue's answers are test/integration/test_slackcq.c's.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "fakesrv.h"
 #include "steadfast/awconfig.h"
 #include "steadfast/awnodes.h"
 #include "steadfast/json.h"
+#include "steadfast/cache.h"
+#include "steadfast/client.h"
+#include "steadfast/config.h"
 #include "steadfast/slackcq.h"
+#include "tl.h"
 
 static sf_jv J(const char *s)
 {
@@ -299,4 +307,116 @@ Test(slackcq, a_node_change_matters_when_its_unusable_capacity_changes)
 	sf_obj_unref(t);
 	sf_obj_unref(e);
 	sf_obj_unref(k);
+}
+
+/* ---- a pass against the scripted server ---- */
+
+/* A scripted response (malloc'd). */
+static char *resp(const char *status, const char *type, const char *body)
+{
+	char *r = NULL;
+	cr_assert_geq(asprintf(&r,
+	                       "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n%s",
+	                       status, type, strlen(body), body),
+	              0);
+	return r;
+}
+
+#define CQ_RV(rv)                                                                                  \
+	"{\"apiVersion\":\"kueue.x-k8s.io/v1beta1\",\"kind\":\"ClusterQueue\","                    \
+	"\"metadata\":{\"name\":\"slack\",\"resourceVersion\":\"" rv "\"},"                        \
+	"\"spec\":{\"resourceGroups\":[{\"flavors\":[{\"name\":\"f\",\"resources\":"               \
+	"[" GPU("8") "]}]}]}}"
+
+static int updated(void *ud)
+{
+	sf_slackcq_stats st;
+	sf_slackcq_stats_get(ud, &st);
+	return st.updated + st.errors > 0;
+}
+
+static void set_flag(void *ud)
+{
+	*(int *)ud = 1;
+}
+
+Test(slackcq, a_pass_falls_back_to_v1beta1_and_reads_again_after_a_failed_test,
+     .init = tl_log_quiet)
+{
+	const char *notfound = "404 page not found\n";
+	const char *failed = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+	                     "\"message\":\"testing value /metadata/resourceVersion failed: test "
+	                     "failed\",\"reason\":\"Invalid\",\"code\":422}";
+	char *r[5] = {
+	    resp("404 Not Found", "text/plain", notfound),
+	    resp("200 OK", "application/json", CQ_RV("77")),
+	    resp("422 Unprocessable Entity", "application/json", failed),
+	    resp("200 OK", "application/json", CQ_RV("78")),
+	    resp("200 OK", "application/json", CQ_RV("79")),
+	};
+	fake_resp script[5];
+	for (int i = 0; i < 5; i++)
+		script[i] = (fake_resp){r[i], 0};
+
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	fakesrv *srv = fakesrv_start(&loop, script, 5);
+	char y[512], err[256];
+	snprintf(y, sizeof(y),
+	         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n"
+	         "  cluster:\n    server: http://127.0.0.1:%d\nusers:\n- name: u\n  user:\n"
+	         "    token: t\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
+	         fakesrv_port(srv));
+	sf_kube_config *cfg = NULL;
+	sf_kube_client *c = NULL;
+	cr_assert_eq(
+	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &cfg, err, sizeof(err)), 0,
+	    "%s", err);
+	sf_kube_client_opts co = {.http1_only = 1};
+	cr_assert_eq(sf_kube_client_new(&loop, cfg, &co, &c), 0);
+
+	sf_aw_config ac;
+	sf_awcfg_defaults(&ac);
+	sf_store *nodes = sf_store_new();
+	cr_assert_not_null(nodes);
+	const char *n = NODE("", "\"unschedulable\":true");
+	sf_obj *o = sf_obj_parse(n, strlen(n), NULL, 0);
+	cr_assert_eq(sf_store_upsert(nodes, o), 0);
+	sf_obj_unref(o);
+
+	sf_slackcq *s = NULL;
+	sf_slackcq_opts so = {.name = "slack", .autopilot = &ac.autopilot, .nodes = nodes};
+	cr_assert_eq(sf_slackcq_new(&loop, c, &so, &s), 0);
+	sf_slackcq_run(s);
+	cr_assert_eq(tl_run_until_fn(&loop, updated, s, 5000), 0, "no pass ended");
+	sf_slackcq_stats st;
+	sf_slackcq_stats_get(s, &st);
+	cr_assert_eq(st.updated, 1);
+	cr_assert_eq(st.errors, 0);
+	cr_assert_eq(fakesrv_requests(srv), 5);
+	const char *want[] = {
+	    "GET /apis/kueue.x-k8s.io/v1beta2/clusterqueues/slack ",
+	    "GET /apis/kueue.x-k8s.io/v1beta1/clusterqueues/slack ",
+	    "PATCH /apis/kueue.x-k8s.io/v1beta1/clusterqueues/slack ",
+	    "GET /apis/kueue.x-k8s.io/v1beta1/clusterqueues/slack ",
+	    "PATCH /apis/kueue.x-k8s.io/v1beta1/clusterqueues/slack ",
+	};
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(strncmp(fakesrv_request(srv, i), want[i], strlen(want[i])), 0,
+		             "request %d: %s", i, fakesrv_request(srv, i));
+	cr_assert(strcasestr(fakesrv_request(srv, 4), "content-type: application/json-patch+json"),
+	          "%s", fakesrv_request(srv, 4));
+
+	int closed = 0, cl = 0;
+	sf_slackcq_close(s, set_flag, &closed);
+	cr_assert_eq(tl_run_until(&loop, &closed, 5000), 0);
+	sf_kube_client_close(c, set_flag, &cl);
+	fakesrv_stop(srv);
+	cr_assert_eq(tl_run_until(&loop, &cl, 5000), 0);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	sf_kube_config_free(cfg);
+	sf_store_free(nodes);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+	for (int i = 0; i < 5; i++)
+		free(r[i]);
 }
