@@ -6,7 +6,10 @@
  * classified with upstream's default taints. Whatever it says, nothing may
  * crash or read out of bounds, counts stay within their arrays, every
  * NoExecute resource is one of the config's, and "pods" is never counted
- * as capacity out of scheduling.
+ * as capacity out of scheduling. The node cache's transform (dropping
+ * SF_AWN_DROPPED_FIELDS) runs on the same input and must leave a valid
+ * object that classifies the same (no dropped field is read), and the pod
+ * check runs on the input as a pod.
  */
 #include <stdint.h>
 #include <string.h>
@@ -37,6 +40,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				CHECK(strcmp(h.noexec[i], "nvidia.com/gpu") == 0);
 			for (size_t i = 0; i < h.nnosched; i++)
 				CHECK(strcmp(h.nosched[i].resource, "pods") != 0);
+			(void)sf_awn_pod_affected(sf_jv_root(m.data, m.len), &h);
+		}
+		sf_obj *o = sf_obj_new(m.data, m.len);
+		if (o) {
+			for (const char *const *p = SF_AWN_DROPPED_FIELDS; *p; p++)
+				o = sf_obj_strip_path(o, *p);
+			sf_awn_health s;
+			int a = sf_awn_classify(sf_jv_root(m.data, m.len), &c.autopilot, &h);
+			int b = sf_awn_classify(sf_obj_root(o), &c.autopilot, &s);
+			CHECK(a == b);
+			if (a == 0)
+				CHECK(memcmp(&h, &s, sizeof(h)) == 0);
+			sf_obj_unref(o);
 		}
 	}
 	sf_buf_free(&m);

@@ -1355,3 +1355,66 @@ Test(kueue, j_a_label_gone_before_the_live_read_suppresses_the_evacuation)
 	cr_assert(m && atol(m + 40) == 0, "%s", b.data);
 	sf_buf_free(&b);
 }
+
+/* ---- Kueue's own defaulting ---- */
+
+static const sf_gvr GVR_LOCALQUEUES = {"kueue.x-k8s.io", "v1beta2", "localqueues", 1};
+
+/* Kueue's webhook gives an AppWrapper created without a queue name the
+ * LocalQueue named `default` when its namespace has one (Kueue's
+ * LocalQueueDefaulting, locked on in v0.17), and suspends it; Steadfast,
+ * deployed with manageJobsWithoutQueueName false, then runs it through
+ * that queue like any other. */
+Test(kueue, k_kueue_defaults_the_queue_to_the_local_queue_named_default)
+{
+	queues("", 4, 0, "");
+	char y[512], lq[] = "default";
+	snprintf(y, sizeof(y),
+	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: default\n"
+	         "spec:\n  clusterQueue: %s-cq\n",
+	         NS);
+	apply(y);
+	for (long ms = 30000;; ms -= 200) {
+		sf_obj *o = get_obj(&GVR_LOCALQUEUES, lq);
+		char st[16] = "";
+		if (o)
+			tl_aw_condition(sf_jv_path(sf_obj_root(o), "status.conditions"), "Active",
+			                st, sizeof(st));
+		sf_obj_unref(o);
+		if (strcmp(st, "True") == 0)
+			break;
+		cr_assert_gt(ms, 0, "LocalQueue default not Active in 30 s");
+		pause_loop(200);
+	}
+	static const char body[] =
+	    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
+	    "\"name\":\"unqueued\"},\"spec\":{\"components\":[{\"template\":{"
+	    "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"unqueued-job\"},"
+	    "\"spec\":{\"backoffLimit\":0,\"template\":{\"metadata\":{\"annotations\":{"
+	    "\"steadfast.test/kwok-run-for\":\"1s\"}},\"spec\":{\"restartPolicy\":\"Never\","
+	    "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{"
+	    "\"requests\":{\"cpu\":\"1\"}}}]}}}}}]}}";
+	tl_res r;
+	sf_kube_req q = {.method = "POST",
+	                 .gvr = &SF_GVR_APPWRAPPERS,
+	                 .ns = NS,
+	                 .body = body,
+	                 .body_len = strlen(body)};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 201, "create: %ld %s", r.http_status, r.message);
+	sf_jv root = sf_obj_root(r.obj);
+	cr_assert(sf_jv_streq(sf_jv_get(sf_jv_path(root, "metadata.labels"), SF_AW_QUEUE_LABEL),
+	                      "default"),
+	          "Kueue's webhook did not default the queue name: %s", r.obj->json);
+	cr_assert_eq(sf_jv_type(sf_jv_path(root, "spec.suspend")), SF_JSON_TRUE,
+	             "not suspended at creation: %s", r.obj->json);
+	tl_res_clear(&r);
+	tl_aw_wait_phase(&W, "unqueued", "Succeeded", 60000);
+	wait_wl_cond("unqueued", "Finished", "True", 30000);
+	sf_obj *wl = workload_of("unqueued");
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(wl), "spec.queueName"), "default"), "%s",
+	          wl->json);
+	track *t = track_of("unqueued");
+	cr_assert(t->wl_admitted, "its Workload was never admitted");
+	wait_cq_empty(30000);
+}

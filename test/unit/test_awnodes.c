@@ -126,3 +126,42 @@ Test(awnodes, only_running_pods_using_the_noexec_resource_are_affected)
 	                        &evict),
 	    "a pod being deleted is leaving already");
 }
+
+/* The node cache's transform drops fields: the classification of a full
+ * node (cordoned or not, labelled or not) and of what the cache keeps of
+ * it must be the same, so no dropped field is ever read. */
+Test(awnodes, the_node_cache_drops_only_fields_the_classification_never_reads)
+{
+	static const char *const variants[][2] = {
+	    {"\"autopilot.ibm.com/gpuhealth\":\"EVICT\"", ""},
+	    {"\"autopilot.ibm.com/gpuhealth\":\"TESTING\"", ""},
+	    {"", "\"unschedulable\":true"},
+	    {"",
+	     "\"taints\":[{\"key\":\"node.kubernetes.io/not-ready\",\"effect\":\"NoSchedule\"}]"},
+	};
+	sf_aw_config c;
+	sf_awcfg_defaults(&c);
+	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+		char full[4096];
+		snprintf(
+		    full, sizeof(full),
+		    "{\"metadata\":{\"name\":\"n1\",\"labels\":{%s},\"annotations\":{\"a\":"
+		    "\"b\"}},\"spec\":{\"podCIDR\":\"10.0.0.0/24\",\"providerID\":\"x\"%s%s},"
+		    "\"status\":{\"capacity\":{\"cpu\":\"8\",\"nvidia.com/gpu\":\"4\","
+		    "\"pods\":\"110\"},\"allocatable\":{\"cpu\":\"7\"},\"conditions\":[{\"type\":"
+		    "\"Ready\",\"status\":\"False\"}],\"images\":[{\"names\":[\"i\"]}],"
+		    "\"nodeInfo\":{\"kubeletVersion\":\"v1\"},\"addresses\":[]}}",
+		    variants[i][0], variants[i][1][0] ? "," : "", variants[i][1]);
+		sf_obj *o = sf_obj_new(full, strlen(full));
+		cr_assert_not_null(o);
+		sf_awn_health a, b;
+		cr_assert_eq(sf_awn_classify(sf_obj_root(o), &c.autopilot, &a), 0);
+		for (const char *const *p = SF_AWN_DROPPED_FIELDS; *p; p++)
+			o = sf_obj_strip_path(o, *p);
+		cr_assert_null(strstr(o->json, "images"), "%s", o->json);
+		cr_assert_null(strstr(o->json, "allocatable"), "%s", o->json);
+		cr_assert_eq(sf_awn_classify(sf_obj_root(o), &c.autopilot, &b), 0);
+		cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0, "variant %zu: %s", i, o->json);
+		sf_obj_unref(o);
+	}
+}

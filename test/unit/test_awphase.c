@@ -1114,20 +1114,30 @@ Test(awphase, nodes_are_kept_sorted_once_and_counted_beyond_the_bound)
 	cr_assert(strstr(buf, "] and 4 more"), "%s", buf);
 }
 
-/* Running, pods ready, one pod on a node the node cache says is NoExecute
- * for a resource it uses: no reset before a live read confirms it. */
+/* Running with `resets` resets and its one pod Running on node gpu-1, which
+ * the node cache says is NoExecute for a resource the pod uses (when
+ * suspected) and a live read confirmed (live: NULL = no read answered,
+ * else the nodes it confirmed). */
+static void run_noexec(snap *s, int resets, const sf_awp_nodes *sus, const sf_awp_nodes *live)
+{
+	char *st = running_status(NOW - 120000, NULL, resets);
+	s->json = aw_json(FIN, "\"suspend\":false", st);
+	free(st);
+	s->comp[0].state = SF_AWP_COMP_PRESENT;
+	s->pods.running = 1;
+	s->pods.total = 1;
+	s->noexec = sus;
+	s->noexec_live = live;
+	run(s);
+}
+
+/* No reset before a live read confirms the node cache's suspicion. */
 Test(awphase, running_on_a_noexec_node_asks_for_live_reads_first)
 {
-	char *st = running_status(NOW - 120000, NULL, 0);
-	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
-	s.pods.running = 1;
-	s.pods.total = 1;
 	sf_awp_nodes sus = {0};
 	sf_awp_nodes_add(&sus, "gpu-1");
-	s.noexec = &sus;
-	run(&s);
+	snap s = {0};
+	run_noexec(&s, 0, &sus, NULL);
 	cr_assert(has_act(&s, SF_AWP_ACT_VERIFY_NODES));
 	cr_assert_null(s.plan.status, "nothing written on a suspicion");
 	cr_assert_eq(s.plan.to, SF_AW_RUNNING);
@@ -1137,18 +1147,11 @@ Test(awphase, running_on_a_noexec_node_asks_for_live_reads_first)
 
 Test(awphase, running_confirmed_noexec_resets_without_counting_a_retry)
 {
-	char *st = running_status(NOW - 120000, NULL, 2);
-	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
-	s.pods.running = 1;
-	s.pods.total = 1;
 	sf_awp_nodes sus = {0}, live = {0};
 	sf_awp_nodes_add(&sus, "gpu-1");
 	sf_awp_nodes_add(&live, "gpu-1");
-	s.noexec = &sus;
-	s.noexec_live = &live;
-	run(&s);
+	snap s = {0};
+	run_noexec(&s, 2, &sus, &live);
 	cr_assert_str_eq(pphase(&s), "Resetting");
 	int64_t n = -1;
 	sf_jd_int(sf_jd_get(s.plan.status, "resettingCount"), &n);
@@ -1167,35 +1170,21 @@ Test(awphase, running_confirmed_noexec_resets_without_counting_a_retry)
 
 Test(awphase, running_noexec_at_the_retry_limit_fails_as_upstream)
 {
-	char *st = running_status(NOW - 120000, NULL, 3);
-	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
-	s.pods.running = 1;
-	s.pods.total = 1;
 	sf_awp_nodes sus = {0}, live = {0};
 	sf_awp_nodes_add(&sus, "gpu-1");
 	sf_awp_nodes_add(&live, "gpu-1");
-	s.noexec = &sus;
-	s.noexec_live = &live;
-	run(&s);
+	snap s = {0};
+	run_noexec(&s, 3, &sus, &live);
 	cr_assert_str_eq(pphase(&s), "Failed");
 	done(&s);
 }
 
 Test(awphase, running_noexec_the_live_reads_disprove_is_suppressed)
 {
-	char *st = running_status(NOW - 120000, NULL, 0);
-	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
-	s.pods.running = 1;
-	s.pods.total = 1;
-	sf_awp_nodes sus = {0}, live = {0};
+	sf_awp_nodes sus = {0}, live = {0}; /* read: the label has gone */
 	sf_awp_nodes_add(&sus, "gpu-1");
-	s.noexec = &sus;
-	s.noexec_live = &live; /* read: the label has gone */
-	run(&s);
+	snap s = {0};
+	run_noexec(&s, 0, &sus, &live);
 	cr_assert_eq(s.plan.suppressed_evacuation, 1);
 	cr_assert_eq(s.plan.evacuated, 0);
 	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY_NODES));
