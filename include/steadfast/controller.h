@@ -62,6 +62,13 @@ typedef struct sf_awctl_opts {
 	long fault_node_check_delay_ms;
 } sf_awctl_opts;
 
+/* What the controller's pod and component caches keep of each object
+ * (sf_obj_project paths, NULL-terminated): only what it reads, as
+ * controller-runtime users do with cache transforms. Exposed so a test can
+ * show that nothing dropped is ever read. */
+extern const char *const SF_AWCTL_POD_FIELDS[];
+extern const char *const SF_AWCTL_COMPONENT_FIELDS[];
+
 /* client is borrowed (writes pass its write gate). */
 int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *opts,
                  sf_awctl **out);

@@ -148,6 +148,15 @@ sf_obj *sf_obj_strip_managed_fields(sf_obj *o);
  * ("status.images"): a cache transform for fields a controller never
  * reads. Nothing happens when the path is absent. */
 sf_obj *sf_obj_strip_path(sf_obj *o, const char *path);
+/* The opposite: keeps only the members that paths (NULL-terminated, at
+ * most 32) name and drops the rest, so a cache holds what its controller
+ * reads. A path is dotted plain keys; a segment ending in "[]" names an
+ * array whose every element the rest of the path applies to
+ * ("status.containerStatuses[].state"); an object on a path keeps only
+ * what paths name below it, anything else on a path is kept whole. Takes
+ * over the caller's reference, as above (o itself when nothing is
+ * dropped). */
+sf_obj *sf_obj_project(sf_obj *o, const char *const *paths);
 /* Bytes this object occupies in memory (for cache accounting). */
 size_t sf_obj_size(const sf_obj *o);
 

@@ -50,6 +50,9 @@ typedef struct sf_kinds_opts {
 	const char *const *label_indexes; /* label keys to index, NULL-terminated */
 	int controller_index;             /* add SF_INDEX_CONTROLLER_UID */
 	int strip_managed_fields;
+	/* every kind informer's cache transform (see sf_reflector_opts) */
+	sf_obj *(*transform)(void *ud, sf_obj *obj);
+	void *transform_ud;
 	long fault_event_delay_max_ms; /* see sf_reflector_opts */
 	/* Added to every kind informer (copied); handler_ud is its ud. */
 	const sf_informer_handler *handler;

@@ -539,6 +539,52 @@ static void node_delete(void *ud, sf_obj *obj)
 
 static const sf_informer_handler node_handler = {node_add, node_update, node_delete, node_synced};
 
+/* ---- cache transforms ---- */
+
+/* Pods: the phase machine's summary (sf_awp_pods_add: phase, deletion,
+ * first failure's container, exit code, reason and message, the pod's
+ * reason and message), Autopilot's check (sf_awn_pod_affected: the
+ * containers' requests and limits, the node), the indexes (labels,
+ * owner, node) and the object's identity. */
+const char *const SF_AWCTL_POD_FIELDS[] = {
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "metadata.resourceVersion",
+    "metadata.labels",
+    "metadata.ownerReferences",
+    "metadata.deletionTimestamp",
+    "spec.nodeName",
+    "spec.containers[].resources",
+    "status.phase",
+    "status.reason",
+    "status.message",
+    "status.containerStatuses[].name",
+    "status.containerStatuses[].state.terminated",
+    NULL,
+};
+
+/* Components: ownership (sf_awc_owned_by and the owner index), deletion,
+ * the conditions their kind reports (Failed, Complete, Completed,
+ * Succeeded), the label index and the identity. A component's spec is
+ * never read from the cache (adoption and identity checks read live). */
+const char *const SF_AWCTL_COMPONENT_FIELDS[] = {
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "metadata.resourceVersion",
+    "metadata.labels",
+    "metadata.ownerReferences",
+    "metadata.deletionTimestamp",
+    "status.conditions",
+    NULL,
+};
+
+static sf_obj *project_transform(void *ud, sf_obj *obj)
+{
+	return sf_obj_project(obj, ud);
+}
+
 static sf_obj *node_transform(void *ud, sf_obj *obj)
 {
 	(void)ud;
@@ -561,6 +607,10 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	o.reflector.label_selector = selector;
 	o.reflector.name = name;
 	o.reflector.strip_managed_fields = 1;
+	if (gvr == &SF_GVR_PODS) {
+		o.reflector.transform = project_transform;
+		o.reflector.transform_ud = (void *)SF_AWCTL_POD_FIELDS;
+	}
 	/* the lag is injected where it can mislead: components and pods (a
 	 * lagging AppWrapper watch only delays, since the controller waits for
 	 * its own writes to show up) */
@@ -1758,6 +1808,8 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    .label_indexes = label_idx,
 	    .controller_index = 1,
 	    .strip_managed_fields = 1,
+	    .transform = project_transform,
+	    .transform_ud = (void *)SF_AWCTL_COMPONENT_FIELDS,
 	    .fault_event_delay_max_ms = c->fault_delay_ms,
 	    .handler = &labelled_handler,
 	    .handler_ud = c,

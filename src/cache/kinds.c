@@ -65,6 +65,8 @@ struct sf_kinds {
 	char *ns, *selector;
 	char **label_indexes; /* NULL-terminated copy */
 	int controller_index, strip_managed_fields;
+	sf_obj *(*transform)(void *ud, sf_obj *obj);
+	void *transform_ud;
 	long fault_delay_ms;
 	sf_informer_handler handler;
 	void *handler_ud;
@@ -204,6 +206,8 @@ static void start_informer(sf_kind *k)
 	o.reflector.label_selector = ks->selector;
 	o.reflector.name = k->resource;
 	o.reflector.strip_managed_fields = ks->strip_managed_fields;
+	o.reflector.transform = ks->transform;
+	o.reflector.transform_ud = ks->transform_ud;
 	o.reflector.fault_event_delay_max_ms = ks->fault_delay_ms;
 	o.label_indexes = (const char *const *)ks->label_indexes;
 	o.controller_index = ks->controller_index;
@@ -511,6 +515,8 @@ int sf_kinds_new(uv_loop_t *loop, sf_kube_client *client, const sf_kinds_opts *o
 	ks->client = client;
 	ks->controller_index = o->controller_index;
 	ks->strip_managed_fields = o->strip_managed_fields;
+	ks->transform = o->transform;
+	ks->transform_ud = o->transform_ud;
 	ks->fault_delay_ms = o->fault_event_delay_max_ms;
 	if (o->handler)
 		ks->handler = *o->handler;

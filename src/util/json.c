@@ -817,6 +817,130 @@ sf_obj *sf_obj_strip_path(sf_obj *o, const char *path)
 	return n;
 }
 
+/* ---- projection (cache transforms) ---- */
+
+#define PROJ_MAX 32
+
+/* Does the first segment of path p name member key (a string token)?
+ * *rest gets what follows it ("" for the whole member), *each 1 when the
+ * segment ends in "[]". */
+static int proj_seg(const char *p, sf_jv key, const char **rest, int *each)
+{
+	const char *dot = strchr(p, '.');
+	size_t n = dot ? (size_t)(dot - p) : strlen(p);
+	*each = n >= 2 && p[n - 2] == '[' && p[n - 1] == ']';
+	size_t kn = *each ? n - 2 : n;
+	char name[128];
+	if (kn == 0 || kn >= sizeof(name))
+		return 0;
+	memcpy(name, p, kn);
+	name[kn] = '\0';
+	if (!sf_jv_streq(key, name))
+		return 0;
+	*rest = dot ? dot + 1 : "";
+	return 1;
+}
+
+static int proj_value(sf_jv v, const char *const *paths, size_t n, sf_buf *out);
+
+/* Writes the members of object obj that paths[0..n) name. */
+static int proj_object(sf_jv obj, const char *const *paths, size_t n, sf_buf *out)
+{
+	int rc = sf_buf_putc(out, '{');
+	int first = 1;
+	sf_jv_iter it = sf_jv_iter_init(obj);
+	sf_jv k, v;
+	while (rc == 0 && sf_jv_next(&it, &k, &v)) {
+		const char *sub[PROJ_MAX];
+		size_t nsub = 0;
+		int whole = 0, each = 0;
+		for (size_t i = 0; i < n; i++) {
+			const char *rest;
+			int e;
+			if (!proj_seg(paths[i], k, &rest, &e))
+				continue;
+			if (!*rest && !e)
+				whole = 1;
+			else if (!*rest)
+				each = 1, sub[nsub++] = NULL; /* every element whole */
+			else {
+				each |= e;
+				sub[nsub++] = rest;
+			}
+		}
+		if (!whole && nsub == 0)
+			continue;
+		if (!first)
+			rc = sf_buf_putc(out, ',');
+		first = 0;
+		if (rc == 0)
+			rc = sf_buf_append(out, k.p, k.n);
+		if (rc == 0)
+			rc = sf_buf_putc(out, ':');
+		if (rc)
+			break;
+		if (whole) {
+			rc = sf_buf_append(out, v.p, v.n);
+		} else if (each && sf_jv_type(v) == SF_JSON_ARRAY) {
+			int all = 0;
+			for (size_t i = 0; i < nsub; i++)
+				all |= sub[i] == NULL;
+			if (all) {
+				rc = sf_buf_append(out, v.p, v.n);
+				continue;
+			}
+			rc = sf_buf_putc(out, '[');
+			sf_jv_iter ai = sf_jv_iter_init(v);
+			sf_jv e;
+			int efirst = 1;
+			while (rc == 0 && sf_jv_next(&ai, NULL, &e)) {
+				if (!efirst)
+					rc = sf_buf_putc(out, ',');
+				efirst = 0;
+				if (rc == 0)
+					rc = proj_value(e, sub, nsub, out);
+			}
+			if (rc == 0)
+				rc = sf_buf_putc(out, ']');
+		} else {
+			rc = proj_value(v, sub, nsub, out);
+		}
+	}
+	return rc ? rc : sf_buf_putc(out, '}');
+}
+
+/* A value whose kept parts paths name: objects are projected, anything
+ * else (which a path cannot reach into) is kept whole. */
+static int proj_value(sf_jv v, const char *const *paths, size_t n, sf_buf *out)
+{
+	if (sf_jv_type(v) == SF_JSON_OBJECT)
+		return proj_object(v, paths, n, out);
+	return sf_buf_append(out, v.p, v.n);
+}
+
+sf_obj *sf_obj_project(sf_obj *o, const char *const *paths)
+{
+	if (!o || !paths)
+		return o;
+	size_t n = 0;
+	while (paths[n])
+		n++;
+	if (n > PROJ_MAX)
+		return o;
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	if (proj_object(sf_obj_root(o), paths, n, &b) != 0 || b.len >= o->len) {
+		sf_buf_free(&b);
+		return o; /* out of memory, or nothing to drop */
+	}
+	sf_obj *p = sf_obj_new(b.data, b.len);
+	sf_buf_free(&b);
+	if (!p)
+		return o;
+	sf_obj_unref(o);
+	return p;
+}
+
 sf_obj *sf_obj_strip_managed_fields(sf_obj *o)
 {
 	return sf_obj_strip_path(o, "metadata.managedFields");

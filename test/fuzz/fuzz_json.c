@@ -6,7 +6,9 @@
  * views read completely and consistently, and become an sf_obj whose metadata
  * matches what the views say. Independently, the views, sf_jv_path and
  * sf_obj_new run on the raw input bytes, which are usually not JSON at all:
- * they must never read outside them.
+ * they must never read outside them. The cache transforms (projection and
+ * path stripping) run on every object: what they return is minified JSON
+ * again (minifying it changes nothing), still an object, never longer.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -171,6 +173,33 @@ static void check_obj(const sf_obj *o)
 	}
 }
 
+/* Takes over o. */
+static void transforms(sf_obj *o)
+{
+	static const char *const paths[] = {"metadata.name",    "metadata.labels",
+	                                    "spec.a[].b",       "spec.a[].c.d",
+	                                    "status.x[]",       "status.phase",
+	                                    "metadata.uid",     NULL};
+	size_t len = o->len;
+	sf_obj *p = sf_obj_project(o, paths);
+	CHECK(p->len <= len);
+	sf_obj *q = sf_obj_strip_path(sf_obj_ref(p), "metadata.labels");
+	CHECK(q->len <= p->len);
+	sf_obj *objs[] = {p, q};
+	for (int i = 0; i < 2; i++) {
+		sf_buf again;
+		char err[64];
+		sf_buf_init(&again, 0);
+		CHECK(sf_json_minify(objs[i]->json, objs[i]->len, &again, err, sizeof(err)) == 0);
+		CHECK(again.len == objs[i]->len &&
+		      memcmp(again.data, objs[i]->json, again.len) == 0);
+		CHECK(sf_jv_type(sf_obj_root(objs[i])) == SF_JSON_OBJECT);
+		sf_buf_free(&again);
+	}
+	sf_obj_unref(q);
+	sf_obj_unref(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *in = (const char *)data;
@@ -197,7 +226,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_obj(o);
 			CHECK(sf_obj_ref(o) == o);
 			sf_obj_unref(o);
-			sf_obj_unref(o);
+			transforms(o);
 		}
 	} else {
 		CHECK(err[0] != '\0');

@@ -609,3 +609,27 @@ Test(json, strip_path_drops_one_nested_member_and_nothing_else)
 		sf_obj_unref(s);
 	}
 }
+
+Test(json, project_keeps_the_named_members_and_drops_the_rest)
+{
+	static const char *const paths[] = {"metadata.name", "spec.containers[].resources",
+	                                    "status.containerStatuses[].state.terminated",
+	                                    "status.phase", "list[]", NULL};
+	const char *cases[][2] = {
+		{"{\"metadata\":{\"name\":\"p\",\"annotations\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"i\",\"resources\":{\"limits\":{\"x\":\"1\"}}},{\"name\":\"b\"}],\"volumes\":[]},\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"a\",\"state\":{\"terminated\":{\"exitCode\":1}},\"image\":\"i\"}],\"conditions\":[]}}",
+		 "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"x\":\"1\"}}},{}]},\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"exitCode\":1}}}]}}"},
+		/* a path through something that is not an object keeps it whole */
+		{"{\"metadata\":\"m\",\"spec\":{\"containers\":7},\"other\":1}", "{\"metadata\":\"m\",\"spec\":{\"containers\":7}}"},
+		{"{\"list\":[1,{\"a\":2}],\"x\":[]}", "{\"list\":[1,{\"a\":2}]}"},
+		{"{}", "{}"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sf_obj *o = sf_obj_new(cases[i][0], strlen(cases[i][0]));
+		cr_assert_not_null(o);
+		sf_obj *p = sf_obj_project(o, paths);
+		cr_assert_str_eq(p->json, cases[i][1], "case %zu", i);
+		sf_jv root = sf_jv_root(p->json, p->len);
+		cr_assert_eq(sf_jv_type(root), SF_JSON_OBJECT, "case %zu: not valid JSON", i);
+		sf_obj_unref(p);
+	}
+}

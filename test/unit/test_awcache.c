@@ -1,0 +1,133 @@
+/*
+ * test_awcache.c - the controller's cache transforms drop only fields it
+ * never reads: every pod and component below, as the API server writes
+ * them (managedFields aside), is read through the same functions the
+ * controller uses, whole and as its caches keep it, and gives the same
+ * answers.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "steadfast/awcomp.h"
+#include "steadfast/awconfig.h"
+#include "steadfast/awnodes.h"
+#include "steadfast/awphase.h"
+#include "steadfast/controller.h"
+#include "steadfast/json.h"
+
+#define META(extra)                                                                                \
+	"\"metadata\":{\"name\":\"aw-job-x7\",\"generateName\":\"aw-job-\",\"namespace\":\"team\","   \
+	"\"uid\":\"u-pod\",\"resourceVersion\":\"88\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\","  \
+	"\"labels\":{\"workload.codeflare.dev/appwrapper\":\"aw\",\"batch.kubernetes.io/job-name\":"   \
+	"\"aw-job\"},\"annotations\":{\"kueue.x-k8s.io/workload\":\"w\"},\"ownerReferences\":[{"      \
+	"\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\"aw-job\",\"uid\":\"u-job\","          \
+	"\"controller\":true,\"blockOwnerDeletion\":true}],\"finalizers\":[\"batch.kubernetes.io/"     \
+	"job-tracking\"]" extra "}"
+
+#define SPEC                                                                                       \
+	"\"spec\":{\"volumes\":[{\"name\":\"kube-api-access\",\"projected\":{\"sources\":[]}}],"        \
+	"\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"command\":[\"sh\",\"-c\",\"run\"]," \
+	"\"env\":[{\"name\":\"A\",\"value\":\"1\"}],\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"},"\
+	"\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"}},\"volumeMounts\":[]},{\"name\":"        \
+	"\"side\",\"image\":\"busybox\"}],\"restartPolicy\":\"Never\",\"nodeName\":\"gpu-1\","          \
+	"\"schedulerName\":\"default-scheduler\",\"tolerations\":[],\"affinity\":{\"nodeAffinity\":{}}}"
+
+static const char *const PODS[] = {
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," META("") "," SPEC
+    ",\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+    "\"podIP\":\"10.0.0.9\",\"containerStatuses\":[{\"name\":\"main\",\"ready\":true,\"state\":{"
+    "\"running\":{\"startedAt\":\"2026-12-01T10:00:01Z\"}},\"image\":\"busybox\"}]}}",
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," META("") "," SPEC
+    ",\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"side\",\"state\":{"
+    "\"terminated\":{\"exitCode\":0,\"reason\":\"Completed\"}}},{\"name\":\"main\",\"state\":{"
+    "\"terminated\":{\"exitCode\":42,\"reason\":\"Error\",\"message\":\"out of cheese\","
+    "\"startedAt\":\"2026-12-01T10:00:01Z\",\"finishedAt\":\"2026-12-01T10:00:02Z\","
+    "\"containerID\":\"containerd://x\"}},\"lastState\":{},\"imageID\":\"sha\"}]}}",
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," META("") "," SPEC
+    ",\"status\":{\"phase\":\"Failed\",\"reason\":\"Evicted\",\"message\":\"The node was low on "
+    "resource: memory.\"}}",
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," META(",\"deletionTimestamp\":\"2026-12-01T10:05:00Z\"") ","
+    SPEC ",\"status\":{\"phase\":\"Running\"}}",
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," META("") "," SPEC ",\"status\":{\"phase\":\"Pending\"}}",
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," META("") "," SPEC ",\"status\":{\"phase\":\"Succeeded\"}}",
+};
+
+static sf_obj *obj(const char *json)
+{
+	char err[128];
+	sf_obj *o = sf_obj_parse(json, strlen(json), err, sizeof(err));
+	cr_assert_not_null(o, "%s: %s", err, json);
+	return o;
+}
+
+Test(awcache, a_pod_as_cached_reads_the_same_as_the_whole_pod)
+{
+	sf_aw_config c;
+	sf_awcfg_defaults(&c);
+	sf_aw_settings s;
+	sf_aw_settings_resolve(&c, SF_JV_NONE, &s);
+	const char *node =
+	    "{\"metadata\":{\"name\":\"gpu-1\",\"labels\":{\"autopilot.ibm.com/gpuhealth\":"
+	    "\"EVICT\"}},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"}}}";
+	sf_awn_health h;
+	cr_assert_eq(sf_awn_classify(sf_jv_root(node, strlen(node)), &c.autopilot, &h), 0);
+	for (size_t i = 0; i < sizeof(PODS) / sizeof(PODS[0]); i++) {
+		sf_obj *whole = obj(PODS[i]);
+		sf_obj *kept = sf_obj_project(sf_obj_ref(whole), SF_AWCTL_POD_FIELDS);
+		cr_assert_lt(kept->len, whole->len, "pod %zu: %u of %u bytes kept", i, kept->len,
+		             whole->len);
+		cr_assert_str_eq(kept->ns, whole->ns);
+		cr_assert_str_eq(kept->name, whole->name);
+		cr_assert_str_eq(kept->uid, whole->uid);
+		cr_assert_str_eq(kept->rv, whole->rv);
+		sf_awp_pods a = {0}, b = {0};
+		sf_awp_pods_add(&a, sf_obj_root(whole), &s);
+		sf_awp_pods_add(&b, sf_obj_root(kept), &s);
+		cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0, "pod %zu summarised differently: %s", i,
+		             kept->json);
+		cr_assert_eq(sf_awn_pod_affected(sf_obj_root(whole), &h),
+		             sf_awn_pod_affected(sf_obj_root(kept), &h), "pod %zu", i);
+		const char *same[] = {"metadata.labels", "metadata.ownerReferences", "spec.nodeName",
+		                      "metadata.deletionTimestamp"};
+		for (size_t j = 0; j < sizeof(same) / sizeof(same[0]); j++) {
+			sf_jv x = sf_jv_path(sf_obj_root(whole), same[j]);
+			sf_jv y = sf_jv_path(sf_obj_root(kept), same[j]);
+			cr_assert(x.n == y.n && (!x.n || memcmp(x.p, y.p, x.n) == 0), "pod %zu: %s",
+			          i, same[j]);
+		}
+		sf_obj_unref(whole);
+		sf_obj_unref(kept);
+	}
+}
+
+Test(awcache, a_component_as_cached_keeps_ownership_deletion_and_conditions)
+{
+	static const char job[] =
+	    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"aw-job\","
+	    "\"namespace\":\"team\",\"uid\":\"u-job\",\"resourceVersion\":\"70\",\"generation\":1,"
+	    "\"labels\":{\"workload.codeflare.dev/appwrapper\":\"aw\"},\"annotations\":{\"a\":\"b\"},"
+	    "\"deletionTimestamp\":\"2026-12-01T10:05:00Z\",\"ownerReferences\":[{\"apiVersion\":"
+	    "\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"name\":\"aw\",\"uid\":"
+	    "\"u-aw\",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"completions\":4,"
+	    "\"parallelism\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":"
+	    "\"busybox\"}]}}},\"status\":{\"succeeded\":4,\"startTime\":\"2026-12-01T10:00:00Z\","
+	    "\"conditions\":[{\"type\":\"SuccessCriteriaMet\",\"status\":\"True\"},{\"type\":"
+	    "\"Complete\",\"status\":\"True\"}]}}";
+	sf_obj *whole = obj(job);
+	sf_obj *kept = sf_obj_project(sf_obj_ref(whole), SF_AWCTL_COMPONENT_FIELDS);
+	cr_assert_lt(kept->len, whole->len, "%s", kept->json);
+	cr_assert_null(strstr(kept->json, "\"spec\""), "%s", kept->json);
+	cr_assert(sf_awc_owned_by(sf_obj_root(kept), "u-aw"));
+	cr_assert_not(sf_awc_owned_by(sf_obj_root(kept), "u-other"));
+	cr_assert_str_eq(kept->uid, "u-job");
+	const char *same[] = {"status.conditions", "metadata.deletionTimestamp", "metadata.labels",
+	                      "metadata.ownerReferences"};
+	for (size_t j = 0; j < sizeof(same) / sizeof(same[0]); j++) {
+		sf_jv x = sf_jv_path(sf_obj_root(whole), same[j]);
+		sf_jv y = sf_jv_path(sf_obj_root(kept), same[j]);
+		cr_assert(x.n && x.n == y.n && memcmp(x.p, y.p, x.n) == 0, "%s", same[j]);
+	}
+	sf_obj_unref(whole);
+	sf_obj_unref(kept);
+}
