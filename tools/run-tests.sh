@@ -22,7 +22,7 @@ if [ "$rc" != 0 ]; then
 	# each [FAIL] line with the assertion lines criterion printed before it
 	echo "run-tests: $name: failed (exit $rc); the failures, from $log:" >&2
 	awk '/^\[----\]/ { buf[n++ % 6] = $0; next }
-	     /^\[(FAIL|CRASH)\]|crashed|timed out/ {
+	     /^\[(FAIL|CRASH|ERR)/ {
 	         for (i = (n > 6 ? n - 6 : 0); i < n; i++) print buf[i % 6]
 	         print; n = 0 }' "$log" | tail -60 >&2
 fi
