@@ -98,7 +98,7 @@ flock 9
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 start=$(date +%s)
 say() { echo "[cluster-build $(( $(date +%s) - start ))s] $*" >&2; }
-say "building$(for t in $missing; do printf ' %s' "$(basename "${t%%:*}")"; done) into $cache; a cold build takes 10-25 min on 2 cores, Kueue alone about 10"
+say "building$(for t in $missing; do printf ' %s' "$(basename "${t%%:*}")"; done) into $cache; a cold build of all of them takes 35-50 min on 2 cores, Kueue alone 5-12"
 downloaded=""
 for t in $missing; do
   out=${t%%:*}
