@@ -20,7 +20,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-step "building or reusing the control plane, kube-scheduler, Kueue and kwok (first build: 25-40 min)"
+step "building or reusing the control plane, kube-scheduler, Kueue and kwok (first build: 30-45 min on 2 cores)"
 "$here/test/cluster/build.sh" --kueue >/dev/null
 if ! KUEUE=true "$here/test/cluster/up.sh" "$dir" >"$logs/up.log" 2>&1; then
 	tail -n 20 "$logs/up.log" >&2
