@@ -47,9 +47,10 @@ int sf_awn_noexec_has(const sf_awn_health *h, const char *resource);
  * as upstream) requests or limits a non-zero quantity of one of h's
  * NoExecute resources. */
 int sf_awn_pod_affected(sf_jv pod, const sf_awn_health *h);
-/* The fields of a Node the classification reads are metadata.name and
- * labels, spec.unschedulable and taints, status.capacity: the node cache
- * drops these (NULL-terminated), which can be most of a real node. */
-extern const char *const SF_AWN_DROPPED_FIELDS[];
+/* The fields of a Node the classification reads, with the object's
+ * identity (sf_obj_project paths, NULL-terminated): all the node cache
+ * keeps; the rest (images, conditions, nodeInfo, ...) can be most of a
+ * real node. */
+extern const char *const SF_AWN_FIELDS[];
 
 #endif

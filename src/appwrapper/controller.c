@@ -585,14 +585,6 @@ static sf_obj *project_transform(void *ud, sf_obj *obj)
 	return sf_obj_project(obj, ud);
 }
 
-static sf_obj *node_transform(void *ud, sf_obj *obj)
-{
-	(void)ud;
-	for (const char *const *p = SF_AWN_DROPPED_FIELDS; *p; p++)
-		obj = sf_obj_strip_path(obj, *p);
-	return obj;
-}
-
 static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, NULL};
 static const sf_informer_handler labelled_handler = {labelled_add, labelled_update, labelled_delete,
                                                      NULL};
@@ -1828,7 +1820,8 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 		no.reflector.gvr = &GVR_NODES;
 		no.reflector.name = "nodes";
 		no.reflector.strip_managed_fields = 1;
-		no.reflector.transform = node_transform;
+		no.reflector.transform = project_transform;
+		no.reflector.transform_ud = (void *)SF_AWN_FIELDS;
 		no.reflector.progress_timeout_ms = c->fault_progress_ms;
 		if ((rc = sf_store_add_index(sf_informer_store(c->pod_inf), NODE_INDEX, node_index,
 		                             NULL)) < 0 ||

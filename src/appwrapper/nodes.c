@@ -120,13 +120,7 @@ int sf_awn_pod_affected(sf_jv pod, const sf_awn_health *h)
 	return 0;
 }
 
-const char *const SF_AWN_DROPPED_FIELDS[] = {
-    "metadata.annotations",   "status.images",
-    "status.conditions",      "status.nodeInfo",
-    "status.volumesInUse",    "status.volumesAttached",
-    "status.addresses",       "status.daemonEndpoints",
-    "status.allocatable",     "status.config",
-    "status.runtimeHandlers", "status.features",
-    "spec.podCIDR",           "spec.podCIDRs",
-    "spec.providerID",        NULL,
+const char *const SF_AWN_FIELDS[] = {
+    "metadata.name",      "metadata.uid", "metadata.resourceVersion", "metadata.labels",
+    "spec.unschedulable", "spec.taints",  "status.capacity",          NULL,
 };

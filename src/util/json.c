@@ -758,6 +758,18 @@ size_t sf_obj_size(const sf_obj *o)
 	return (size_t)(o->rv + strlen(o->rv) + 1 - (const char *)o);
 }
 
+/* Replaces o by an object of b's text (b is freed); o itself when that
+ * fails (out of memory: the object is kept as it is). */
+static sf_obj *obj_replace(sf_obj *o, sf_buf *b, int failed)
+{
+	sf_obj *n = failed ? NULL : sf_obj_new(b->data, b->len);
+	sf_buf_free(b);
+	if (!n)
+		return o;
+	sf_obj_unref(o);
+	return n;
+}
+
 sf_obj *sf_obj_strip_path(sf_obj *o, const char *path)
 {
 	if (!o || !path || !*path)
@@ -804,17 +816,9 @@ sf_obj *sf_obj_strip_path(sf_obj *o, const char *path)
 		start--;
 	sf_buf b;
 	sf_buf_init(&b, 0);
-	if (sf_buf_append(&b, text, (size_t)(start - text)) ||
-	    sf_buf_append(&b, stop, (size_t)(end - stop))) {
-		sf_buf_free(&b);
-		return o; /* out of memory: keep the object as it is */
-	}
-	sf_obj *n = sf_obj_new(b.data, b.len);
-	sf_buf_free(&b);
-	if (!n)
-		return o;
-	sf_obj_unref(o);
-	return n;
+	int failed = sf_buf_append(&b, text, (size_t)(start - text)) ||
+	             sf_buf_append(&b, stop, (size_t)(end - stop));
+	return obj_replace(o, &b, failed);
 }
 
 /* ---- projection (cache transforms) ---- */
@@ -929,16 +933,8 @@ sf_obj *sf_obj_project(sf_obj *o, const char *const *paths)
 		return o;
 	sf_buf b;
 	sf_buf_init(&b, 0);
-	if (proj_object(sf_obj_root(o), paths, n, &b) != 0 || b.len >= o->len) {
-		sf_buf_free(&b);
-		return o; /* out of memory, or nothing to drop */
-	}
-	sf_obj *p = sf_obj_new(b.data, b.len);
-	sf_buf_free(&b);
-	if (!p)
-		return o;
-	sf_obj_unref(o);
-	return p;
+	int failed = proj_object(sf_obj_root(o), paths, n, &b) != 0;
+	return obj_replace(o, &b, failed || b.len >= o->len); /* nothing dropped: keep o */
 }
 
 sf_obj *sf_obj_strip_managed_fields(sf_obj *o)
