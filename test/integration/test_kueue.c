@@ -472,22 +472,26 @@ static void queues(const char *rf_spec, int cpu, int gpu, const char *preemption
 	}
 }
 
-/* An AppWrapper of one Job in LocalQueue "lq": its pod requests cpu (a
- * quantity) and gpu, the Job's spec begins with job_spec (JSON members
+/* An AppWrapper of one Job in LocalQueue queue (NULL: no queue label):
+ * its pod requests cpu (a quantity) and gpu, the Job's spec begins with job_spec (JSON members
  * with a trailing comma, e.g. completions and parallelism, or ""), the Job
  * pod's annotations are pod_ann and the AppWrapper's aw_ann (JSON members
  * or ""), priority a WorkloadPriorityClass or NULL. spec.suspend is left
  * out: Kueue's webhook sets it. Returns the AppWrapper as the API server
  * stored it (owned). */
-static sf_obj *create_job_aw(const char *name, const char *cpu, int gpu, const char *job_spec,
-                             const char *pod_ann, const char *aw_ann, const char *priority)
+static sf_obj *create_job_aw_in(const char *queue, const char *name, const char *cpu, int gpu,
+                                const char *job_spec, const char *pod_ann, const char *aw_ann,
+                                const char *priority)
 {
-	char body[4096], prio[160] = "";
+	char body[4096], labels[320] = "";
+	if (queue)
+		snprintf(labels, sizeof(labels), "\"" SF_AW_QUEUE_LABEL "\":\"%s\"", queue);
 	if (priority)
-		snprintf(prio, sizeof(prio), ",\"kueue.x-k8s.io/priority-class\":\"%s\"", priority);
+		snprintf(labels + strlen(labels), sizeof(labels) - strlen(labels),
+		         "%s\"kueue.x-k8s.io/priority-class\":\"%s\"", queue ? "," : "", priority);
 	snprintf(body, sizeof(body),
 	         "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
-	         "\"name\":\"%s\",\"labels\":{\"" SF_AW_QUEUE_LABEL "\":\"lq\"%s},"
+	         "\"name\":\"%s\",\"labels\":{%s},"
 	         "\"annotations\":{%s}},\"spec\":{\"components\":[{\"template\":{"
 	         "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"%s-job\"},"
 	         "\"spec\":{%s\"backoffLimit\":0,\"template\":{\"metadata\":{\"annotations\":{%s}},"
@@ -495,7 +499,7 @@ static sf_obj *create_job_aw(const char *name, const char *cpu, int gpu, const c
 	         "\"image\":\"busybox\",\"resources\":{"
 	         "\"requests\":{\"cpu\":\"%s\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"%d\"},"
 	         "\"limits\":{\"nvidia.com/gpu\":\"%d\"}}}]}}}}}]}}",
-	         name, prio, aw_ann, name, job_spec, pod_ann, cpu, gpu, gpu);
+	         name, labels, aw_ann, name, job_spec, pod_ann, cpu, gpu, gpu);
 	tl_res r;
 	sf_kube_req q = {.method = "POST",
 	                 .gvr = &SF_GVR_APPWRAPPERS,
@@ -510,6 +514,13 @@ static sf_obj *create_job_aw(const char *name, const char *cpu, int gpu, const c
 	tl_res_clear(&r);
 	cr_assert_not_null(o);
 	return o;
+}
+
+/* The same in LocalQueue "lq". */
+static sf_obj *create_job_aw(const char *name, const char *cpu, int gpu, const char *job_spec,
+                             const char *pod_ann, const char *aw_ann, const char *priority)
+{
+	return create_job_aw_in("lq", name, cpu, gpu, job_spec, pod_ann, aw_ann, priority);
 }
 
 /* The same with one pod of whole cores. */
@@ -1386,29 +1397,15 @@ Test(kueue, k_kueue_defaults_the_queue_to_the_local_queue_named_default)
 		cr_assert_gt(ms, 0, "LocalQueue default not Active in 30 s");
 		pause_loop(200);
 	}
-	static const char body[] =
-	    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
-	    "\"name\":\"unqueued\"},\"spec\":{\"components\":[{\"template\":{"
-	    "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"unqueued-job\"},"
-	    "\"spec\":{\"backoffLimit\":0,\"template\":{\"metadata\":{\"annotations\":{"
-	    "\"steadfast.test/kwok-run-for\":\"1s\"}},\"spec\":{\"restartPolicy\":\"Never\","
-	    "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{"
-	    "\"requests\":{\"cpu\":\"1\"}}}]}}}}}]}}";
-	tl_res r;
-	sf_kube_req q = {.method = "POST",
-	                 .gvr = &SF_GVR_APPWRAPPERS,
-	                 .ns = NS,
-	                 .body = body,
-	                 .body_len = strlen(body)};
-	tl_do(&K, &q, &r);
-	cr_assert_eq(r.http_status, 201, "create: %ld %s", r.http_status, r.message);
-	sf_jv root = sf_obj_root(r.obj);
+	sf_obj *o = create_job_aw_in(NULL, "unqueued", "1", 0, "",
+	                             "\"steadfast.test/kwok-run-for\":\"1s\"", "", NULL);
+	sf_jv root = sf_obj_root(o);
 	cr_assert(sf_jv_streq(sf_jv_get(sf_jv_path(root, "metadata.labels"), SF_AW_QUEUE_LABEL),
 	                      "default"),
-	          "Kueue's webhook did not default the queue name: %s", r.obj->json);
+	          "Kueue's webhook did not default the queue name: %s", o->json);
 	cr_assert_eq(sf_jv_type(sf_jv_path(root, "spec.suspend")), SF_JSON_TRUE,
-	             "not suspended at creation: %s", r.obj->json);
-	tl_res_clear(&r);
+	             "not suspended at creation: %s", o->json);
+	sf_obj_unref(o);
 	tl_aw_wait_phase(&W, "unqueued", "Succeeded", 60000);
 	wait_wl_cond("unqueued", "Finished", "True", 30000);
 	sf_obj *wl = workload_of("unqueued");

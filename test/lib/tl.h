@@ -16,6 +16,7 @@
 
 #include "steadfast/buf.h"
 #include "steadfast/client.h"
+#include "fakesrv.h"
 #include "tcpproxy.h"
 
 /* Value of KEY from the cluster env file ($STEADFAST_CLUSTER_ENV); aborts
@@ -32,6 +33,11 @@ int tl_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeo
 /* Drops every log line from now on: a criterion .init for tests whose
  * error paths log on purpose. */
 void tl_log_quiet(void);
+/* A client of the scripted server srv (plain HTTP, token auth) with
+ * options co (NULL: the defaults), from an inline kubeconfig whose parse
+ * lands in *cfg (free it after the client). Fails the test on error. */
+sf_kube_client *tl_fakesrv_client(uv_loop_t *loop, const fakesrv *srv,
+                                  const sf_kube_client_opts *co, sf_kube_config **cfg);
 
 /* A finished request, copied out of its callback. */
 typedef struct tl_res {

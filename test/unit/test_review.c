@@ -43,18 +43,9 @@ Test(review, unknown_tokens_beyond_the_bound_are_shed_without_a_request, .init =
 	uv_loop_t loop;
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	fakesrv *srv = fakesrv_start(&loop, script, 3);
-	char y[512], err[256];
-	snprintf(y, sizeof(y),
-	         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n"
-	         "  cluster:\n    server: http://127.0.0.1:%d\nusers:\n- name: u\n  user:\n"
-	         "    token: t\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
-	         fakesrv_port(srv));
 	sf_kube_config *cfg = NULL;
-	sf_kube_client *c = NULL;
-	cr_assert_eq(sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &cfg, err, sizeof(err)),
-	             0, "%s", err);
 	sf_kube_client_opts co = {.http1_only = 1}; /* one connection per request */
-	cr_assert_eq(sf_kube_client_new(&loop, cfg, &co, &c), 0);
+	sf_kube_client *c = tl_fakesrv_client(&loop, srv, &co, &cfg);
 	sf_review *rv = NULL;
 	sf_review_opts o = {.max_in_flight = 2, .timeout_ms = -1};
 	cr_assert_eq(sf_review_new(&loop, c, &o, &rv), 0);

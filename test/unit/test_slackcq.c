@@ -361,19 +361,9 @@ Test(slackcq, a_pass_falls_back_to_v1beta1_and_reads_again_after_a_failed_test,
 	uv_loop_t loop;
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	fakesrv *srv = fakesrv_start(&loop, script, 5);
-	char y[512], err[256];
-	snprintf(y, sizeof(y),
-	         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n"
-	         "  cluster:\n    server: http://127.0.0.1:%d\nusers:\n- name: u\n  user:\n"
-	         "    token: t\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
-	         fakesrv_port(srv));
 	sf_kube_config *cfg = NULL;
-	sf_kube_client *c = NULL;
-	cr_assert_eq(
-	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &cfg, err, sizeof(err)), 0,
-	    "%s", err);
 	sf_kube_client_opts co = {.http1_only = 1};
-	cr_assert_eq(sf_kube_client_new(&loop, cfg, &co, &c), 0);
+	sf_kube_client *c = tl_fakesrv_client(&loop, srv, &co, &cfg);
 
 	sf_aw_config ac;
 	sf_awcfg_defaults(&ac);

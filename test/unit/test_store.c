@@ -762,17 +762,8 @@ static void rfx_open(rfx *f, const fake_resp *script, int n, long page)
 	sf_log_set_sink(capture_log, NULL);
 	cr_assert_eq(uv_loop_init(&f->loop), 0);
 	f->srv = fakesrv_start(&f->loop, script, n);
-	char y[512], err[256];
-	snprintf(y, sizeof(y),
-	         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n"
-	         "  cluster:\n    server: http://127.0.0.1:%d\nusers:\n- name: u\n  user:\n"
-	         "    token: t\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
-	         fakesrv_port(f->srv));
-	cr_assert_eq(
-	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &f->cfg, err, sizeof(err)), 0,
-	    "%s", err);
 	sf_kube_client_opts co = {.qps = -1};
-	cr_assert_eq(sf_kube_client_new(&f->loop, f->cfg, &co, &f->c), 0);
+	f->c = tl_fakesrv_client(&f->loop, f->srv, &co, &f->cfg);
 	f->store = sf_store_new();
 	f->rec.s = f->store;
 	sf_store_set_handler(f->store, rfx_record, f);
@@ -1248,18 +1239,8 @@ Test(informer, handlers_in_order_and_rv_waits)
 	sf_log_set_sink(capture_log, NULL);
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	fakesrv *srv = fakesrv_start(&loop, script, 3);
-	char y[512], err[256];
-	snprintf(y, sizeof(y),
-	         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n"
-	         "  cluster:\n    server: http://127.0.0.1:%d\nusers:\n- name: u\n  user:\n"
-	         "    token: t\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
-	         fakesrv_port(srv));
 	sf_kube_config *cfg;
-	cr_assert_eq(
-	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &cfg, err, sizeof(err)), 0,
-	    "%s", err);
-	sf_kube_client *c;
-	cr_assert_eq(sf_kube_client_new(&loop, cfg, NULL, &c), 0);
+	sf_kube_client *c = tl_fakesrv_client(&loop, srv, NULL, &cfg);
 
 	const char *labels[] = {"app", NULL};
 	sf_informer_opts o = {
