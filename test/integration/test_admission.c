@@ -472,7 +472,7 @@ static const char *const KINDS[][3] = {
     {"apps/v1", "ReplicaSet", "spec: {}"},
     {"apps/v1", "Deployment", "spec: {}"},
     {"apps/v1", "StatefulSet", "spec: {}"},
-    {"batch/v1", "Job", "spec: {}"},
+    {"batch/v1", "Job", "spec: {template: {spec: {containers: []}}}"},
     {"jobset.x-k8s.io/v1alpha2", "JobSet", "spec: {}"},
 };
 
@@ -650,10 +650,58 @@ Test(admission, declared_pod_sets_contradicting_the_inferred_are_refused)
 	                  "    podSets:\n"
 	                  "    - {path: 'template.spec.replicatedJobs[0].template.spec.template',"
 	                  " replicas: 4}\n",
-	    AW_OPEN(
-	        "unknown-kind") "  - template: {apiVersion: apps/v1, kind: ReplicaSet, metadata: "
-	                        "{name: r}}\n    podSets: [{path: template.spec.template, "
-	                        "replicas: 5}, {path: x}]\n",
+	    AW_OPEN("unknown-kind") "  - template: {apiVersion: apps/v1, kind: ReplicaSet, "
+	                            "metadata: {name: r},\n"
+	                            "               spec: {template: {spec: {containers: []}}}}\n"
+	                            "    podSets: [{path: template.spec.template, replicas: 5}]\n",
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		tl_res r;
+		aw_post(&K, good[i], 0, &r);
+		cr_expect_eq(r.http_status, 201, "good %zu: %ld %s", i, r.http_status, r.message);
+		tl_res_clear(&r);
+	}
+}
+
+/* A ReplicaSet (a kind nothing is inferred for) declaring one pod set. */
+#define RS_DECLARING(path)                                                                         \
+	AW_OPEN("rs") "  - template:\n      apiVersion: apps/v1\n      kind: ReplicaSet\n"          \
+	              "      metadata: {name: r}\n      spec:\n        replicas: 2\n"                \
+	              "        template:\n          spec: {containers: [{name: c, image: busybox}]}\n" \
+	              "        list: [{a: 1}, {template: {spec: {}}}]\n"                               \
+	              "    podSets: [{path: '" path "', replicas: 2}]\n"
+
+Test(admission, pod_set_path_not_leading_to_a_pod_template_is_refused)
+{
+	static const struct {
+		const char *yaml, *why;
+	} bad[] = {
+	    {RS_DECLARING("template.spec.nothere"), "nothing at that path"},
+	    {RS_DECLARING("template.spec.replicas"), "not a map"},
+	    {RS_DECLARING("template.metadata"), "content at template.metadata does not contain a spec"},
+	    {RS_DECLARING("template.spec.template.spec.containers"), "not a map"},
+	    {RS_DECLARING("template.spec.list[0]"), "does not contain a spec"},
+	    {RS_DECLARING("template.spec.list[2].template"), "nothing at that path"},
+	    {RS_DECLARING("template.spec.template[0]"), "nothing at that path"},
+	    {RS_DECLARING("template.spec.list[x].template"), "nothing at that path"},
+	    {RS_DECLARING("spec.template"), "first element of the path must be 'template'"},
+	    {RS_DECLARING("template.a.b.c.d.e.f.g.h.i.j.k.l"), "more than 12 path elements"},
+	    /* an inferred path is walked too: a Job without a pod template */
+	    {AW_OPEN("job-without-template") "  - template: {apiVersion: batch/v1, kind: Job, "
+	                                     "metadata: {name: j}, spec: {parallelism: 1}}\n",
+	     "spec.components[0].template: error inferring pod sets: template.spec.template does "
+	     "not refer to a v1.PodSpecTemplate: nothing at that path"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_refused(&K, bad[i].yaml, 422, POLICY, bad[i].why, NULL);
+	/* the field and the path are named */
+	expect_refused(&K, RS_DECLARING("template.spec.nothere"), 422, POLICY,
+	               "spec.components[0].podSets[0].path: template.spec.nothere does not refer to "
+	               "a v1.PodSpecTemplate",
+	               NULL);
+	static const char *const good[] = {
+	    RS_DECLARING("template.spec.template"),
+	    RS_DECLARING("template.spec.list[1].template"),
 	};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		tl_res r;
