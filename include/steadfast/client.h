@@ -239,8 +239,16 @@ typedef struct sf_kube_client_stats {
 void sf_kube_client_stats_get(const sf_kube_client *c, sf_kube_client_stats *out);
 
 #define SF_KUBE_NMETHODS 6 /* GET POST PUT PATCH DELETE other */
-/* Adds to a /metrics exposition: rest_client_requests_total{code,method}
- * as client-go names it (code "<error>" when no response arrived). */
+/* Adds to a /metrics exposition, as client-go names them:
+ * rest_client_requests_total{code,method} (code "<error>" when no response
+ * arrived); and histograms by {verb,host} (host: the server URL's, verb
+ * the HTTP method; client-go's buckets, 5 ms to 60 s):
+ * rest_client_rate_limiter_duration_seconds, the wait for the client's
+ * token bucket (from the call, or from the end of a Retry-After pause, to
+ * its token; not observed without a limit), and
+ * rest_client_request_duration_seconds, from handing the request to HTTP
+ * to its answer, each attempt on its own (unlike client-go's, which also
+ * counts the limiter's wait and retries); watches are not observed. */
 int sf_kube_client_metrics_write(const sf_kube_client *c, sf_prom *p);
 
 #endif

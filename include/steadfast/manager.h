@@ -35,6 +35,7 @@ typedef struct sf_mgr_opts {
 	const char *watch_namespace;       /* NULL = all */
 	double kube_api_qps;               /* client rate limit; 0 = 50, < 0 = none */
 	int kube_api_burst;                /* 0 = 100 */
+	unsigned concurrent_syncs;         /* AppWrappers reconciled at once; 0 = 16 */
 	const sf_aw_config *cfg;           /* borrowed */
 	/* /metrics over HTTPS with TokenReview/SubjectAccessReview (as
 	 * controller-runtime's secure serving); 0 = plain HTTP to anyone */
@@ -59,7 +60,8 @@ typedef struct sf_mgr_opts {
  *   --metrics-secure[=bool] (default true) --metrics-cert-path
  *   --metrics-cert-name --metrics-cert-key (the kubebuilder scaffold's)
  *   --zap-log-level --namespace (watch only this one) --identity
- *   --kube-api-qps --kube-api-burst (kube-controller-manager's names)
+ *   --kube-api-qps --kube-api-burst --concurrent-appwrapper-syncs
+ *   (kube-controller-manager's names)
  *   --admission-params --admission-params-interval
  * The operator config (--config) is loaded and validated into store->cfg;
  * bind-address flags override its controllerManager keys, and

@@ -35,6 +35,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "steadfast/prom.h"
+
 /* --- rate limiter (usable on its own; the queue embeds one) --- */
 
 typedef struct sf_ratelimiter sf_ratelimiter;
@@ -86,7 +88,18 @@ typedef struct sf_queue_metrics {
 	double longest_running_s; /* age of the oldest key in processing
 	                           * (workqueue_longest_running_processor_seconds) */
 	double unfinished_work_s; /* summed ages (workqueue_unfinished_work_seconds) */
+	/* workqueue_queue_duration_seconds: from the add that made a key
+	 * ready to its hand-out. As in client-go, a delayed add
+	 * (add_after, add_rate_limited) counts from when its delay ran out,
+	 * and an add while the key is processed counts from that add, so it
+	 * includes the wait for the running reconcile to end. */
+	sf_prom_hist queue_duration;
+	/* workqueue_work_duration_seconds: hand-out to done */
+	sf_prom_hist work_duration;
 } sf_queue_metrics;
+
+/* client-go's workqueue buckets (ExponentialBuckets(10e-9, 10, 12)). */
+extern const double SF_QUEUE_DURATION_BUCKETS[12];
 
 /* opts may be NULL (pull mode, defaults). 0 and *out, or a negative errno. */
 int sf_queue_new(uv_loop_t *loop, const sf_queue_opts *opts, sf_queue **out);

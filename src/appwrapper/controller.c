@@ -2137,6 +2137,18 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 	for (size_t i = 0; i < sizeof(wq) / sizeof(wq[0]); i++)
 		sf_prom_add_f(sf_prom_family_get(p, wq[i].name, wq[i].type, wq[i].help), Q,
 		              wq[i].v);
+	if (c->queue) {
+		sf_prom_add_hist(
+		    sf_prom_family_get(p, "workqueue_queue_duration_seconds", SF_PROM_HISTOGRAM,
+		                       "How long in seconds an item stays in workqueue before "
+		                       "being requested"),
+		    Q, &qm.queue_duration);
+		sf_prom_add_hist(sf_prom_family_get(p, "workqueue_work_duration_seconds",
+		                                    SF_PROM_HISTOGRAM,
+		                                    "How long in seconds processing an item from "
+		                                    "workqueue takes."),
+		                 Q, &qm.work_duration);
+	}
 	const struct {
 		const char *name, *help;
 		unsigned long v;

@@ -64,6 +64,9 @@ struct sf_kube_call {
 	sf_cred_exec_wait *cwait; /* in CALL_AUTH */
 	int cred_ready;           /* the run it waited for gave a credential */
 	int64_t not_before_ns;
+	int64_t
+	    limiter_from_ns; /* since when it may take a token (queued, or a retry's pause over) */
+	int64_t sent_ns;     /* handed to sf_http */
 	int retries;
 	int pending_err;
 	char *pending_msg;
@@ -99,7 +102,16 @@ struct sf_kube_client {
 	void *close_ud;
 	/* rest_client_requests_total{code,method}: code 0 = no response */
 	unsigned long req_counts[SF_KUBE_NMETHODS][600];
+	/* rest_client_rate_limiter_duration_seconds and
+	 * rest_client_request_duration_seconds{verb,host}, by method */
+	sf_prom_hist limiter_wait[SF_KUBE_NMETHODS];
+	sf_prom_hist req_time[SF_KUBE_NMETHODS];
+	char *host_label; /* the server URL's host[:port] */
 };
+
+/* client-go's buckets for both (k8s.io/component-base restclient metrics) */
+static const double latency_buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5,  1.0,
+                                         2.0,   4.0,   8.0, 15.0, 30.0, 60.0};
 
 static const sf_kube_status empty_status = {0, "", "", "", "", "", "", -1};
 
@@ -529,8 +541,17 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 	                                  : "steadfast/" SF_VERSION " (linux/amd64)");
 	c->ua_header = strdup(ua);
 	c->base = strdup(cfg->server);
-	if (!c->ua_header || !c->base)
+	const char *h = strstr(cfg->server, "://");
+	h = h ? h + 3 : cfg->server;
+	c->host_label = strndup(h, strcspn(h, "/?#"));
+	if (!c->ua_header || !c->base || !c->host_label)
 		goto nomem;
+	for (int m = 0; m < SF_KUBE_NMETHODS; m++) {
+		sf_prom_hist_init(&c->limiter_wait[m], latency_buckets,
+		                  sizeof(latency_buckets) / sizeof(latency_buckets[0]));
+		sf_prom_hist_init(&c->req_time[m], latency_buckets,
+		                  sizeof(latency_buckets) / sizeof(latency_buckets[0]));
+	}
 
 	sf_http_opts ho = {
 	    .ca_file = cfg->ca_file,
@@ -559,6 +580,7 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 		if (rc) {
 			free(c->ua_header);
 			free(c->base);
+			free(c->host_label);
 			free(c);
 			return rc;
 		}
@@ -569,6 +591,7 @@ int sf_kube_client_new(uv_loop_t *loop, sf_kube_config *cfg, const sf_kube_clien
 		free(c->ua_header);
 		free(c->base);
 		free(c->host_header);
+		free(c->host_label);
 		free(c);
 		return rc;
 	}
@@ -586,6 +609,7 @@ nomem:
 	free(c->ua_header);
 	free(c->base);
 	free(c->host_header);
+	free(c->host_label);
 	free(c);
 	return -ENOMEM;
 }
@@ -666,12 +690,22 @@ static int on_stream_data(void *ud, const char *p, size_t n)
 static const char *const method_names[SF_KUBE_NMETHODS] = {"GET",   "POST",   "PUT",
                                                            "PATCH", "DELETE", "OTHER"};
 
-static void count_request(sf_kube_client *c, const char *method, long code)
+static int method_index(const char *method)
 {
-	int m = SF_KUBE_NMETHODS - 1;
 	for (int i = 0; i < SF_KUBE_NMETHODS - 1; i++)
 		if (method && strcmp(method, method_names[i]) == 0)
-			m = i;
+			return i;
+	return SF_KUBE_NMETHODS - 1;
+}
+
+static double since_s(int64_t from_ns, int64_t now_ns)
+{
+	return now_ns > from_ns ? (double)(now_ns - from_ns) / 1e9 : 0;
+}
+
+static void count_request(sf_kube_client *c, const char *method, long code)
+{
+	int m = method_index(method);
 	if (code < 0 || code >= 600)
 		code = 0;
 	c->req_counts[m][code]++;
@@ -695,6 +729,20 @@ int sf_kube_client_metrics_write(const sf_kube_client *c, sf_prom *p)
 				    (const char *[]){"code", cs, "method", method_names[m], NULL},
 				    c->req_counts[m][code]);
 			}
+	sf_prom_family *rl = sf_prom_family_get(
+	    p, "rest_client_rate_limiter_duration_seconds", SF_PROM_HISTOGRAM,
+	    "Client side rate limiter latency in seconds. Broken down by verb, and host.");
+	sf_prom_family *rt = sf_prom_family_get(
+	    p, "rest_client_request_duration_seconds", SF_PROM_HISTOGRAM,
+	    "Request latency in seconds, from sending to the answer (not the client side "
+	    "rate limiter's wait). Broken down by verb, and host.");
+	for (int m = 0; m < SF_KUBE_NMETHODS; m++) {
+		const char *labels[] = {"verb", method_names[m], "host", c->host_label, NULL};
+		if (c->limiter_wait[m].count)
+			sf_prom_add_hist(rl, labels, &c->limiter_wait[m]);
+		if (c->req_time[m].count)
+			sf_prom_add_hist(rt, labels, &c->req_time[m]);
+	}
 	sf_prom_add_u(sf_prom_family_get(p, "steadfast_rest_client_health_probes_total",
 	                                 SF_PROM_COUNTER,
 	                                 "Read-idle probes of the API server connection."),
@@ -719,6 +767,11 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 	sf_kube_call *k = ud;
 	sf_kube_client *c = k->c;
 	k->hreq = NULL;
+	/* a watch's answer is its whole stream: not a request's latency
+	 * (client-go does not observe watches either) */
+	if (!k->wd)
+		sf_prom_hist_observe(&c->req_time[method_index(k->method)],
+		                     since_s(k->sent_ns, sf_mono_ns()));
 	sf_kube_status st;
 	memset(&st, 0, sizeof(st));
 	sf_kube_result res = {.err = hr->err,
@@ -796,6 +849,7 @@ static void on_http_done(void *ud, const sf_http_result *hr)
 				c->stats.retries_429++;
 			k->state = CALL_QUEUED;
 			k->not_before_ns = sf_mono_ns() + wait * SF_NSEC_PER_SEC;
+			k->limiter_from_ns = k->not_before_ns;
 			if (k->ld) {
 				sf_list_decoder_free(k->ld);
 				k->ld = sf_list_decoder_new(stream_list_item, k, 0);
@@ -931,6 +985,7 @@ static int call_send(sf_kube_call *k, char *msg, size_t msglen)
 	    .ud = k,
 	    .fresh_connection = k->fresh,
 	};
+	k->sent_ns = sf_mono_ns();
 	rc = sf_http_start(c->http, &hr, &k->hreq);
 	free(auth);
 	if (rc)
@@ -972,8 +1027,12 @@ static void dispatch(uv_timer_t *t)
 					call_finish_err(k, -EPERM,
 					                "write refused by fence: not the leader");
 				} else {
-					if (c->qps > 0)
+					if (c->qps > 0) {
 						c->tokens -= 1.0;
+						sf_prom_hist_observe(
+						    &c->limiter_wait[method_index(k->method)],
+						    since_s(k->limiter_from_ns, now));
+					}
 					char msg[1024] = "";
 					int rc = call_send(k, msg, sizeof(msg));
 					if (rc)
@@ -1016,6 +1075,7 @@ int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *u
 	}
 	k->c = c;
 	k->state = CALL_QUEUED;
+	k->limiter_from_ns = sf_mono_ns();
 	k->url = sf_buf_detach(&url, NULL);
 	k->method = strdup(req->method);
 	k->content_type = xstrdup(req->content_type);
@@ -1462,6 +1522,7 @@ static void client_maybe_free(sf_kube_client *c)
 	void *ud = c->close_ud;
 	free(c->base);
 	free(c->host_header);
+	free(c->host_label);
 	free(c->ua_header);
 	free(c);
 	if (cb)

@@ -24,7 +24,7 @@ typedef struct raw {
 	int leader_elect, metrics_secure;
 	int64_t lease_ns, renew_ns, retry_ns, admparams_ns;
 	double qps;
-	long burst;
+	long burst, syncs;
 } raw;
 
 static int set_log_level(void *ud, const char *v, char *why, size_t whylen)
@@ -98,6 +98,9 @@ static void define(sf_flagset *fs, sf_mgr_opts *o, raw *r, sf_mgr_flags *st)
 	    ->def = "50";
 	sf_flag_long(fs, &r->burst, "kube-api-burst", 0, "N", 1, 100000, "API client burst")->def =
 	    "100";
+	sf_flag_long(fs, &r->syncs, "concurrent-appwrapper-syncs", 0, "N", 1, 10000,
+	             "AppWrappers reconciled at once")
+	    ->def = "16";
 	sf_flag_string(fs, &o->admission_params, "admission-params", 0, "[NS/]NAME",
 	               "admission parameters ConfigMap the leader keeps in\n"
 	               "step with discovery and the config (NS: the Lease's);\n"
@@ -157,6 +160,8 @@ int sf_mgr_flags_parse(int argc, char **argv, sf_mgr_opts *o, sf_mgr_flags *st, 
 		o->kube_api_qps = r.qps > 0 ? r.qps : -1;
 	if (sf_flag_lookup(&fs, "kube-api-burst")->set)
 		o->kube_api_burst = (int)r.burst;
+	if (sf_flag_lookup(&fs, "concurrent-appwrapper-syncs")->set)
+		o->concurrent_syncs = (unsigned)r.syncs;
 	st->cfg.leader_election = -1; /* "not set": the flag's default (on) applies */
 	st->cfg.metrics_secure = -1;  /* likewise */
 	if (r.config) {

@@ -323,6 +323,7 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	sf_awctl_opts ao = {.cfg = o->cfg ? o->cfg : &defaults,
 	                    .ns = o->watch_namespace,
 	                    .identity = identity,
+	                    .workers = o->concurrent_syncs,
 	                    .admission_params_ns = params_ns,
 	                    .admission_params_name = slash ? slash + 1 : params,
 	                    .admission_params_interval_ms = o->admission_params_interval_ms};

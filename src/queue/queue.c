@@ -162,6 +162,7 @@ typedef struct qitem {
 	struct qitem *run_prev; /* running list, oldest first */
 	struct qitem *run_next;
 	uint64_t start_ns; /* when handed out */
+	uint64_t ready_ns; /* when DIRTY was last set (queue duration) */
 	uint64_t due_ns;   /* delay deadline while in the heap */
 	uint64_t seq;      /* heap tie-break: earlier add_after first */
 	size_t heap_idx;   /* NO_HEAP when not delayed */
@@ -202,7 +203,16 @@ struct sf_queue {
 
 	uint64_t adds;
 	uint64_t retries;
+	sf_prom_hist queue_duration, work_duration;
 };
+
+const double SF_QUEUE_DURATION_BUCKETS[12] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3,
+                                              1e-2, 1e-1, 1,    10,   100,  1000};
+
+static double ns_to_s(uint64_t from, uint64_t to)
+{
+	return to > from ? (double)(to - from) / (double)SF_NSEC_PER_SEC : 0;
+}
 
 static void idle_cb(uv_idle_t *h);
 static void timer_cb(uv_timer_t *h);
@@ -298,6 +308,7 @@ static void add_item(sf_queue *q, qitem *it)
 	if (it->flags & IT_DIRTY)
 		return;
 	it->flags |= IT_DIRTY;
+	it->ready_ns = uv_hrtime();
 	q->adds++;
 	if (it->flags & IT_PROCESSING)
 		return;
@@ -312,6 +323,7 @@ static qitem *take(sf_queue *q)
 	it->flags &= ~(unsigned)IT_DIRTY;
 	it->flags |= IT_PROCESSING;
 	it->start_ns = uv_hrtime();
+	sf_prom_hist_observe(&q->queue_duration, ns_to_s(it->ready_ns, it->start_ns));
 	it->run_next = NULL;
 	it->run_prev = q->run_tail;
 	if (q->run_tail)
@@ -489,6 +501,8 @@ int sf_queue_new(uv_loop_t *loop, const sf_queue_opts *opts, sf_queue **out)
 	if (rc)
 		goto out;
 	q->max_in_flight = o.max_in_flight ? o.max_in_flight : 1;
+	sf_prom_hist_init(&q->queue_duration, SF_QUEUE_DURATION_BUCKETS, 12);
+	sf_prom_hist_init(&q->work_duration, SF_QUEUE_DURATION_BUCKETS, 12);
 	q->process = o.process;
 	q->ud = o.ud;
 	rc = uv_timer_init(loop, &q->timer);
@@ -629,6 +643,7 @@ int sf_queue_done(sf_queue *q, const char *key)
 	if (!it || !(it->flags & IT_PROCESSING))
 		return -ENOENT;
 	/* key may be it->key: not used after this point. */
+	sf_prom_hist_observe(&q->work_duration, ns_to_s(it->start_ns, uv_hrtime()));
 	running_remove(q, it);
 	it->flags &= ~(unsigned)IT_PROCESSING;
 	if (it->flags & IT_DIRTY)
@@ -653,6 +668,8 @@ void sf_queue_stats(const sf_queue *q, sf_queue_metrics *st)
 	st->in_flight = q->in_flight;
 	st->adds = q->adds;
 	st->retries = q->retries;
+	st->queue_duration = q->queue_duration;
+	st->work_duration = q->work_duration;
 	uint64_t now = uv_hrtime();
 	for (const qitem *it = q->run_head; it; it = it->run_next) {
 		double age =

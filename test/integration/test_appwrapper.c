@@ -1044,6 +1044,11 @@ Test(appwrapper, probes_and_metrics)
 	    "Inf\"}",
 	    "workqueue_depth{name=\"appwrapper\"}",
 	    "rest_client_requests_total{code=\"201\",method=\"POST\"}",
+	    /* the split of a reconcile's time */
+	    "workqueue_queue_duration_seconds_count{name=\"appwrapper\"}",
+	    "workqueue_work_duration_seconds_bucket{name=\"appwrapper\",le=\"1e-08\"}",
+	    "rest_client_rate_limiter_duration_seconds_count{verb=\"POST\",host=\"127.0.0.1:",
+	    "rest_client_request_duration_seconds_bucket{verb=\"PATCH\",host=\"127.0.0.1:",
 	    "leader_election_master_status{name=\"steadfast-test\"} 1",
 	    "steadfast_appwrapper_components_created_total 1",
 	    "steadfast_build_info{version=",

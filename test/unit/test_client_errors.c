@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fakesrv.h"
@@ -464,5 +465,80 @@ Test(client_paths, list_and_watch_list_queries)
 	                 "GET /api/v1/namespaces/ns/configmaps?watch=true&resourceVersionMatch="
 	                 "NotOlderThan&timeoutSeconds=30&allowWatchBookmarks=true&"
 	                 "sendInitialEvents=true HTTP/1.1");
+	fx_close(&f);
+}
+
+/* The sum of the sample line `name{labels}` in an exposition, or -1. */
+static double prom_value(const char *text, const char *line_prefix)
+{
+	const char *p = strstr(text, line_prefix);
+	if (!p)
+		return -1;
+	return strtod(p + strlen(line_prefix), NULL);
+}
+
+#define OK_CM                                                                                      \
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"          \
+	"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":" \
+	"\"ns\",\"resourceVersion\":\"7\"}}"
+
+/* rest_client_rate_limiter_duration_seconds holds the wait for a token,
+ * rest_client_request_duration_seconds the time from sending to the
+ * answer, and neither holds the other's. */
+Test(client_metrics, limiter_wait_and_request_time_apart)
+{
+	static const fake_resp script[] = {{OK_CM, 0}, {OK_CM, 0}, {NULL, 1}};
+	fx f;
+	sf_kube_client_opts co = {.qps = 5, .burst = 1, .http1_only = 1};
+	fx_open(&f, script, 3, &co);
+	tl_res a = {0}, b = {0}, h = {0};
+	/* the second waits 200 ms for its token */
+	cr_assert_eq(sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", tl_res_cb, &a, NULL), 0);
+	cr_assert_eq(sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", tl_res_cb, &b, NULL), 0);
+	tl_wait(&f.loop, &a, 10000);
+	tl_wait(&f.loop, &b, 10000);
+	cr_assert_eq(b.http_status, 200);
+
+	char host[64], pre[160];
+	snprintf(host, sizeof(host), "127.0.0.1:%d", fakesrv_port(f.srv));
+	sf_prom *p = sf_prom_new();
+	cr_assert_eq(sf_kube_client_metrics_write(f.c, p), 0);
+	sf_buf out;
+	sf_buf_init(&out, 0);
+	cr_assert_eq(sf_prom_render(p, &out), 0);
+	snprintf(pre, sizeof(pre), "rest_client_rate_limiter_duration_seconds_count{verb=\"GET\",host=\"%s\"} ", host);
+	cr_assert_eq(prom_value(out.data, pre), 2, "%s", out.data);
+	snprintf(pre, sizeof(pre), "rest_client_rate_limiter_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
+	double waited = prom_value(out.data, pre);
+	cr_assert_geq(waited, 0.19, "%s", out.data);
+	snprintf(pre, sizeof(pre), "rest_client_rate_limiter_duration_seconds_bucket{verb=\"GET\",host=\"%s\",le=\"0.005\"} ", host);
+	cr_assert_eq(prom_value(out.data, pre), 1, "the first had its token at once: %s", out.data);
+	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"%s\"} ", host);
+	cr_assert_eq(prom_value(out.data, pre), 2, "%s", out.data);
+	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
+	cr_assert_lt(prom_value(out.data, pre), waited, "the limiter's wait is not request time: %s", out.data);
+	cr_assert_null(strstr(out.data, "verb=\"POST\""), "no sample for a verb never used");
+	sf_prom_free(p);
+
+	/* a server that takes 300 ms (here: never answers, the request times out) */
+	sf_kube_req rq = {.method = "GET", .gvr = &SF_GVR_CONFIGMAPS, .ns = "ns", .name = "x", .timeout_ms = 300};
+	cr_assert_eq(sf_kube_do(f.c, &rq, tl_res_cb, &h, NULL), 0);
+	tl_wait(&f.loop, &h, 10000);
+	cr_assert_neq(h.err, 0);
+	p = sf_prom_new();
+	cr_assert_eq(sf_kube_client_metrics_write(f.c, p), 0);
+	sf_buf_reset(&out);
+	cr_assert_eq(sf_prom_render(p, &out), 0);
+	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"%s\"} ", host);
+	cr_assert_eq(prom_value(out.data, pre), 3, "%s", out.data);
+	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
+	cr_assert_geq(prom_value(out.data, pre), 0.3, "%s", out.data);
+	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_bucket{verb=\"GET\",host=\"%s\",le=\"0.25\"} ", host);
+	cr_assert_eq(prom_value(out.data, pre), 2, "%s", out.data);
+	sf_prom_free(p);
+	sf_buf_free(&out);
+	tl_res_clear(&a);
+	tl_res_clear(&b);
+	tl_res_clear(&h);
 	fx_close(&f);
 }

@@ -73,6 +73,35 @@ Test(flags, controller_runtime_spellings_and_go_syntax)
 	cr_assert_lt(o.kube_api_qps, 0, "0 means no client-side limit");
 }
 
+Test(flags, concurrent_appwrapper_syncs)
+{
+	sf_mgr_opts o;
+	sf_mgr_flags f;
+	char err[256];
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "--namespace=a", NULL), 0, "%s", err);
+	cr_assert_eq(o.concurrent_syncs, 0, "unset: the controller's default");
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "--concurrent-appwrapper-syncs=32", NULL), 0,
+	             "%s", err);
+	cr_assert_eq(o.concurrent_syncs, 32);
+	cr_assert_eq(parse(&o, &f, err, sizeof(err), "-concurrent-appwrapper-syncs", "1", NULL), 0,
+	             "%s", err);
+	cr_assert_eq(o.concurrent_syncs, 1);
+	const char *bad[] = {"--concurrent-appwrapper-syncs=0", "--concurrent-appwrapper-syncs=-4",
+	                     "--concurrent-appwrapper-syncs=many",
+	                     "--concurrent-appwrapper-syncs=1000000"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		cr_assert_lt(parse(&o, &f, err, sizeof(err), bad[i], NULL), 0, "%s", bad[i]);
+		cr_assert(strstr(err, "concurrent-appwrapper-syncs"), "%s", err);
+		cr_assert(strstr(err, "want an integer from 1"), "%s", err);
+	}
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	cr_assert_eq(sf_mgr_usage(&b), 0);
+	cr_assert(strstr(b.data, "--concurrent-appwrapper-syncs"), "listed in --help");
+	sf_buf_free(&b);
+}
+
 Test(flags, errors_name_the_flag)
 {
 	sf_mgr_opts o;

@@ -654,3 +654,74 @@ Test(queue, longest_running)
 	cr_assert_eq(st.in_flight, 0);
 	close_queue(&loop, q);
 }
+
+static void wait_ms(unsigned ms)
+{
+	uint64_t t0 = uv_hrtime();
+	while (uv_hrtime() - t0 < ms * SF_NSEC_PER_MSEC)
+		uv_sleep(2);
+}
+
+/* workqueue_queue_duration_seconds runs from the add that made a key ready
+ * (a delayed add: when its delay ran out, as client-go's delaying queue
+ * adds it then) to its hand-out; workqueue_work_duration_seconds from the
+ * hand-out to done. */
+Test(queue, queue_and_work_duration)
+{
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	sf_queue *q = new_queue(&loop, NULL, 4);
+	sf_queue_metrics st;
+	sf_queue_stats(q, &st);
+	cr_assert_eq(st.queue_duration.count, 0);
+	cr_assert_eq(st.work_duration.count, 0);
+	cr_assert_eq(st.queue_duration.n, 12, "client-go's buckets: 1e-8 s x10 up to 1000 s");
+	cr_assert_float_eq(st.queue_duration.bounds[0], 1e-8, 1e-12);
+	cr_assert_float_eq(st.queue_duration.bounds[11], 1e3, 1e-9);
+
+	cr_assert_eq(sf_queue_add(q, "ns/a"), 0);
+	wait_ms(20);
+	cr_assert_eq(sf_queue_add(q, "ns/a"), 0, "a second add does not restart the wait");
+	uint64_t t_get = uv_hrtime();
+	get_expect(q, "ns/a");
+	sf_queue_stats(q, &st);
+	cr_assert_eq(st.queue_duration.count, 1);
+	cr_assert_geq(st.queue_duration.sum, 0.020);
+	cr_assert_eq(st.work_duration.count, 0, "not done yet");
+	wait_ms(30);
+	cr_assert_eq(sf_queue_done(q, "ns/a"), 0);
+	double worked = (double)(uv_hrtime() - t_get) / 1e9;
+	sf_queue_stats(q, &st);
+	cr_assert_eq(st.work_duration.count, 1);
+	cr_assert_geq(st.work_duration.sum, 0.030);
+	cr_assert_leq(st.work_duration.sum, worked);
+
+	/* a delay is not queue time */
+	double before = st.queue_duration.sum;
+	cr_assert_eq(sf_queue_add_after(q, "ns/d", 60), 0);
+	uv_run(&loop, UV_RUN_DEFAULT); /* until the delay timer has fired */
+	uint64_t t_ready = uv_hrtime();
+	get_expect(q, "ns/d");
+	sf_queue_stats(q, &st);
+	cr_assert_eq(st.queue_duration.count, 2);
+	cr_assert_leq(st.queue_duration.sum - before, (double)(uv_hrtime() - t_ready) / 1e9 + 0.010,
+	              "counted from when the delay ran out, not from add_after");
+	cr_assert_eq(sf_queue_done(q, "ns/d"), 0);
+
+	/* added while processing: waits from that add until handed out again */
+	cr_assert_eq(sf_queue_add(q, "ns/b"), 0);
+	get_expect(q, "ns/b");
+	cr_assert_eq(sf_queue_add(q, "ns/b"), 0);
+	sf_queue_stats(q, &st);
+	before = st.queue_duration.sum;
+	wait_ms(20);
+	cr_assert_eq(sf_queue_done(q, "ns/b"), 0);
+	get_expect(q, "ns/b");
+	sf_queue_stats(q, &st);
+	cr_assert_eq(st.queue_duration.count, 4);
+	cr_assert_geq(st.queue_duration.sum - before, 0.020);
+	cr_assert_eq(sf_queue_done(q, "ns/b"), 0);
+	sf_queue_stats(q, &st);
+	cr_assert_eq(st.work_duration.count, 4);
+	close_queue(&loop, q);
+}
