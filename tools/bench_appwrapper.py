@@ -4,36 +4,51 @@
   bench_appwrapper.py run --kubeconfig PATH --audit-log PATH --steadfast BIN
                           [--sizes 1000,5000] [--qps 50,200/400]
                           [--concurrency N] [--logdir DIR] --out FILE
+                          [--admission true|false] [--syncs N] [--awload BIN]
+                          [--ceiling-levels 16,64,256] [--ceiling-objects 500]
   bench_appwrapper.py report RESULTS.jsonl SECTION.md
 
-run: installs the AppWrapper CRD (manifests/crd) if it is missing, then for
-each size N, and for each client limit of --qps in turn (the runs of one
-size one after the other), in a fresh namespace:
+run: installs the AppWrapper CRD (manifests/crd) if it is missing and,
+unless --admission false, the admission policies (manifests/admission,
+kubectl apply -k; their ConfigMap in steadfast-system), then for each size
+N, and for each client limit of --qps in turn (the runs of one size one
+after the other), in a fresh namespace:
 
-  1. starts ONE steadfast controller (leader election on, its own Lease in
+  1. starts the steadfast controller (leader election on, its own Lease in
      that namespace, watching only that namespace; --kube-api-qps and
      --kube-api-burst only for a limit other than the binary's default
-     50/100) and waits for its
-     "reconciling" log line; its /proc numbers a moment later are the idle
-     figures;
+     50/100; --concurrent-appwrapper-syncs only with --syncs) and waits for
+     its "reconciling" log line, then a follower (the same binary and
+     flags, the same Lease) and waits for its "leader observed"; the /proc
+     numbers of both a moment later are the idle figures;
   2. creates N AppWrappers, each wrapping one batch/v1 Job (one pod, 10m
      CPU, restartPolicy Never; warmupGracePeriodDuration annotation 2h, as
-     pods never start without a kubelet), with spec.suspend=false; the controller (no
-     webhook) sets suspend=true, adds its finalizer and moves them to phase
+     pods never start without a kubelet), with spec.suspend=false; the
+     admission policies (or, without them, the controller) set
+     suspend=true and the finalizer, the controller moves them to phase
      Suspended; waits until all are Suspended;
   3. plays Kueue: admits every AppWrapper (merge PATCH
      {"spec":{"suspend":false}}, --concurrency requests in flight) and waits
      until every status.phase is Running;
   4. deletes every AppWrapper and waits until all are gone;
-  5. stops the controller (SIGTERM) and reads the API server's audit log for
+  5. stops the follower, then the leader (SIGTERM) and reads the API
+     server's audit log for
      the run: the controller's requests (user agent "steadfast/...") per
      verb and resource, and for each AppWrapper the time from its admit
      PATCH to the create of its Job (both ResponseComplete stageTimestamps,
      microseconds, same clock).
 
+After the sizes, the ceiling part (no controller running): build/bench/awload
+sends the writes of one lifecycle, as the last run measured them, at each
+in-flight level of --ceiling-levels, on --ceiling-objects AppWrappers per
+level; the report divides each run's write rate by the best sustained rate
+(the efficiency).
+
 Phases are followed with one watch on the namespace's AppWrappers (no
 polling). The controller's VmHWM, VmRSS and utime+stime are sampled from
-/proc every 250 ms and at each phase boundary. Prints progress on stderr
+/proc every 250 ms and at each phase boundary (the follower's too), its
+/metrics at each boundary (reconcile histograms, steadfast_cache_bytes when
+served). Prints progress on stderr
 and one JSON line per run (size and limit) to --out.
 
 --qps: the controller's client-side rate limits, comma-separated, each "Q"
@@ -787,6 +802,7 @@ def run_size(args, kube, n, runid, lim, who):
         marks[k]["metrics"] = ctl.metrics()
         if fol:
             fmarks[k] = fol.sample()
+            fmarks[k]["metrics"] = fol.metrics()
 
     try:
         if not ctl.reconciling.wait(60):
@@ -888,6 +904,10 @@ def run_size(args, kube, n, runid, lim, who):
     if cache:
         res["cache_bytes_running"] = cache
     res["split_by_phase"] = time_split(marks)
+    fcache = {k: v for k, v in fmarks["running"]["metrics"].items()
+              if k.startswith("steadfast_cache_bytes")}
+    if fcache:
+        res["follower"]["cache_bytes_running"] = fcache
     res["final"] = {"hwm_kib": final["hwm_kib"], "rss_kib": final["rss_kib"],
                     "cpu_s": final["cpu_s"]}
     res["cpu_s_by_phase"] = {
@@ -1199,9 +1219,20 @@ def ceiling_text(ceil, res):
         f"one core): it is not what bounds the rate"
         + (f"; kube-apiserver used {cpu['kube-apiserver']:.0f} s and etcd {cpu['etcd']:.0f} s "
            f"of CPU over the part" if cpu else "")
-        + ". The machine's 2 cores are shared with other work, so the ceiling is this "
-        "machine's at that time, which is why it is measured in the same run.") + "\n"
+        + f". The part took {ceil.get('part_s', 0):.0f} s with setup and cleanup. The "
+        "machine's 2 cores are shared with other work, so the ceiling is this machine's at "
+        "that time, which is why it is measured in the same run; the controller runs' "
+        "efficiencies are against it.") + "\n"
     if ceil.get("best_rps"):
+        doc += "\n" + _wrap(
+            "Efficiency, per run (the table above): (N / working time) x writes per "
+            "lifecycle / the ceiling, where the working time is create -> all Suspended + "
+            "first admit -> all Running + delete -> all gone (the three phases in which the "
+            "controller has work queued) and the writes are the controller's creates, "
+            "patches, updates and deletes in the namespace (the lease renewals included) "
+            "from the audit log. 1.0 would be the controller writing as fast as the API "
+            "server takes the same writes with nothing else between them; the goal is 0.8 "
+            "or more at a client limit that does not bind.") + "\n"
         doc += "\nWhat bounds the efficiency, per run:\n\n"
         lvl = {d["inflight"]: d["rps_sustained"] for d in ceil["levels"] if not d["failed"]}
         for r in res:
@@ -1334,7 +1365,7 @@ def cmd_report(args):
     syncs = sorted({r.get("syncs") for r in res if r.get("syncs")})
     if syncs:
         cmd += f" \\\n      --concurrent-appwrapper-syncs {'/'.join(map(str, syncs))}"
-    minutes = f"{sum(r['part_s'] for r in res) / 60:.0f}"
+    minutes = f"{(sum(r['part_s'] for r in res) + sum(c.get('part_s', 0) for c in ceils)) / 60:.0f}"
     if at_default:
         cmd += "\n"
         limit_text = f"""The controller's API client is limited to qps {CTL_QPS} / burst {CTL_BURST}
@@ -1381,6 +1412,17 @@ limiter alone needs for each phase's requests, and the CPU seconds show it.
             + f"; the part took {minutes} min in all, including setup and cleanup of each "
             "namespace).") + "\n"
     per = "run" if multi else "size"
+    if 20000 not in sizes and 5000 in sizes:
+        r5 = [r for r in res if r["size"] == 5000]
+        est = max(r["part_s"] for r in r5) * 4 / 60
+        command += para(
+            "20,000 AppWrappers are opt-in (`BENCH_APPWRAPPER_SIZES=1000,5000,20000`): "
+            f"at the 5,000 run's pace ({max(r['part_s'] for r in r5) / 60:.0f} min) one takes "
+            f"about {est:.0f} min (the phases grow linearly with N here), too long for every "
+            "run of the part.") + "\n"
+    workers = "/".join(str(w) for w in sorted({workers_of(r) for r in res}))
+    workers_from = ("`--concurrent-appwrapper-syncs`" if any(r.get("syncs") for r in res)
+                    else "the binary's default, src/appwrapper/controller.c")
     adm = [r.get("admission", False) for r in res]
     if all(adm):
         admission_text = (
@@ -1441,7 +1483,8 @@ the queue while they land.
   `/metrics` (served on a free loopback port, read at each phase
   boundary; the depth once a second). A reconcile's time runs from the
   queue pop until its writes are answered, so it includes the wait for the
-  client's rate limiter; at most 16 run at once.
+  client's rate limiter; at most {workers} run at once
+  ({workers_from}).
 - RSS and CPU: `VmHWM`/`VmRSS` from `/proc/PID/status` and utime+stime
   from `/proc/PID/stat` of the controller, read at each phase boundary
   (and every 250 ms); idle = 2 s after its `reconciling` log line, caches
@@ -1552,6 +1595,9 @@ the queue while they land.
                                     for k in ("idle", "suspended", "running", "gone")))
     doc += row("  follower bytes per AppWrapper: (VmHWM at all Running - idle) / N",
                lambda r: f"{r['follower']['bytes_per_aw_running'] / 1024:.1f} KiB")
+    doc += row("  follower steadfast_cache_bytes at all Running (sum over resources)",
+               lambda r: mib(sum(r["follower"]["cache_bytes_running"].values()) / 1024)
+               if r["follower"].get("cache_bytes_running") else "n/a")
     doc += row("  follower CPU over the run", lambda r: f"{r['follower']['final']['cpu_s']:.2f} s")
 
     doc += "\nWhat bounded the admit phase (first admit to all Running), per run:\n\n"
@@ -1565,13 +1611,13 @@ the queue while they land.
         if not (dur and mean):
             continue
         doc += (f"- {name(r)}: {rate:.0f} requests/s against a client limit of {q} qps; "
-                f"{recs / dur:.0f} reconciles/s, and {CTL_WORKERS} in flight / {mean:.0f} ms "
-                f"each = {CTL_WORKERS * 1000 / mean:.0f}/s; controller CPU "
+                f"{recs / dur:.0f} reconciles/s, and {workers_of(r)} in flight / {mean:.0f} ms "
+                f"each = {workers_of(r) * 1000 / mean:.0f}/s; controller CPU "
                 f"{cpu / dur * 100:.0f}% of one core. ")
         if rate >= 0.9 * q:
             doc += "The client limiter bounds it: each reconcile's time is mostly its wait for a token.\n"
         else:
-            doc += (f"Below the limit: the {CTL_WORKERS} reconciles in flight each wait on "
+            doc += (f"Below the limit: the {workers_of(r)} reconciles in flight each wait on "
                     "their API writes (the API server, etcd and the driver share the "
                     "machine's cores), which bounds the rate.\n")
     doc += ceiling_text(ceil, res)
