@@ -1294,7 +1294,8 @@ src/appwrapper/phase.c), and why the controller needs it:
 
 The rest is not per AppWrapper: `update leases` (the leader's renewals,
 every 2 s: the longer the run, the more), `get leases` (the follower's
-polls of the Lease), and the list and watch of each informer (AppWrappers,
+polls of the Lease), `get configmaps` (the leader's admission parameters
+pass, once a minute: docs/admission.md), and the list and watch of each informer (AppWrappers,
 Jobs, pods, Leases) of both replicas, a few per run. Both replicas use the
 same client certificate and user agent, so the audit log cannot tell them
 apart; the follower never writes (the election fence), so every write
