@@ -185,10 +185,12 @@ lint:
 format:
 	clang-format -i $(LIB_SRCS) $(MAIN_SRC) include/steadfast/*.h $(UNIT_SRCS) $(INTEG_SRCS)
 
-BENCH_BINS := $(O)/bench/informer-bench $(O)/bench/loader
+BENCH_BINS := $(O)/bench/informer-bench $(O)/bench/loader $(O)/bench/awload
 $(O)/bench/informer-bench: $(O)/bench/informer_bench.o $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(O)/bench/loader: $(O)/bench/loader.o $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(O)/bench/awload: $(O)/bench/awload.o $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 bench: all $(BENCH_BINS) cluster-build

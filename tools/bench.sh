@@ -14,8 +14,16 @@
 # 4096: filler per object) and BENCH_WATCHLIST_ROUNDS (default 5): the
 # informer-start part (quorum LIST, watch-cache LIST and WatchList, peak RSS
 # and kube-apiserver/etcd CPU per sync).
-# BENCH_APPWRAPPER_SIZES (default 1000,5000): AppWrappers per size of the
-# appwrapper part.
+# BENCH_APPWRAPPER_SIZES (default 1000,5000; 20000 is opt-in): AppWrappers
+# per size of the appwrapper part, each run with a leader and a follower.
+# BENCH_APPWRAPPER_ADMISSION (default true): install manifests/admission,
+# so AppWrappers are created with the finalizer and spec.suspend=true as in
+# production; false: the controller's first reconcile sets them.
+# BENCH_APPWRAPPER_SYNCS (default: not passed): the controller's
+# --concurrent-appwrapper-syncs.
+# BENCH_APPWRAPPER_CEILING_LEVELS (default 16,64,256; "" skips it) and
+# BENCH_APPWRAPPER_CEILING_OBJECTS (default 500): the raw ceiling part after
+# the sizes, no controller running (build/bench/awload).
 # BENCH_APPWRAPPER_QPS (default 50): the controller's client-side rate limits
 # for the appwrapper part, comma-separated, each Q (burst 2*Q) or Q/B, e.g.
 # 50,200,500/1000; every size runs once per limit, a size's runs one after
@@ -180,7 +188,11 @@ bench_appwrapper() {
 	: >"$res"
 	python3 "$here/tools/bench_appwrapper.py" run --kubeconfig "$KUBECONFIG" \
 		--audit-log "$STEADFAST_AUDIT_LOG" --steadfast "$here/$O/steadfast" \
-		--sizes "$sizes" --qps "$qps" --logdir "$out" --out "$res"
+		--sizes "$sizes" --qps "$qps" --logdir "$out" --out "$res" \
+		--admission "${BENCH_APPWRAPPER_ADMISSION:-true}" --syncs "${BENCH_APPWRAPPER_SYNCS:-0}" \
+		--awload "$here/$O/bench/awload" \
+		--ceiling-levels "${BENCH_APPWRAPPER_CEILING_LEVELS-16,64,256}" \
+		--ceiling-objects "${BENCH_APPWRAPPER_CEILING_OBJECTS:-500}"
 	python3 "$here/tools/bench_appwrapper.py" report "$res" "$out/appwrapper.md"
 }
 

@@ -4,36 +4,51 @@
   bench_appwrapper.py run --kubeconfig PATH --audit-log PATH --steadfast BIN
                           [--sizes 1000,5000] [--qps 50,200/400]
                           [--concurrency N] [--logdir DIR] --out FILE
+                          [--admission true|false] [--syncs N] [--awload BIN]
+                          [--ceiling-levels 16,64,256] [--ceiling-objects 500]
   bench_appwrapper.py report RESULTS.jsonl SECTION.md
 
-run: installs the AppWrapper CRD (manifests/crd) if it is missing, then for
-each size N, and for each client limit of --qps in turn (the runs of one
-size one after the other), in a fresh namespace:
+run: installs the AppWrapper CRD (manifests/crd) if it is missing and,
+unless --admission false, the admission policies (manifests/admission,
+kubectl apply -k; their ConfigMap in steadfast-system), then for each size
+N, and for each client limit of --qps in turn (the runs of one size one
+after the other), in a fresh namespace:
 
-  1. starts ONE steadfast controller (leader election on, its own Lease in
+  1. starts the steadfast controller (leader election on, its own Lease in
      that namespace, watching only that namespace; --kube-api-qps and
      --kube-api-burst only for a limit other than the binary's default
-     50/100) and waits for its
-     "reconciling" log line; its /proc numbers a moment later are the idle
-     figures;
+     50/100; --concurrent-appwrapper-syncs only with --syncs) and waits for
+     its "reconciling" log line, then a follower (the same binary and
+     flags, the same Lease) and waits for its "leader observed"; the /proc
+     numbers of both a moment later are the idle figures;
   2. creates N AppWrappers, each wrapping one batch/v1 Job (one pod, 10m
      CPU, restartPolicy Never; warmupGracePeriodDuration annotation 2h, as
-     pods never start without a kubelet), with spec.suspend=false; the controller (no
-     webhook) sets suspend=true, adds its finalizer and moves them to phase
+     pods never start without a kubelet), with spec.suspend=false; the
+     admission policies (or, without them, the controller) set
+     suspend=true and the finalizer, the controller moves them to phase
      Suspended; waits until all are Suspended;
   3. plays Kueue: admits every AppWrapper (merge PATCH
      {"spec":{"suspend":false}}, --concurrency requests in flight) and waits
      until every status.phase is Running;
   4. deletes every AppWrapper and waits until all are gone;
-  5. stops the controller (SIGTERM) and reads the API server's audit log for
+  5. stops the follower, then the leader (SIGTERM) and reads the API
+     server's audit log for
      the run: the controller's requests (user agent "steadfast/...") per
      verb and resource, and for each AppWrapper the time from its admit
      PATCH to the create of its Job (both ResponseComplete stageTimestamps,
      microseconds, same clock).
 
+After the sizes, the ceiling part (no controller running): build/bench/awload
+sends the writes of one lifecycle, as the last run measured them, at each
+in-flight level of --ceiling-levels, on --ceiling-objects AppWrappers per
+level; the report divides each run's write rate by the best sustained rate
+(the efficiency).
+
 Phases are followed with one watch on the namespace's AppWrappers (no
 polling). The controller's VmHWM, VmRSS and utime+stime are sampled from
-/proc every 250 ms and at each phase boundary. Prints progress on stderr
+/proc every 250 ms and at each phase boundary (the follower's too), its
+/metrics at each boundary (reconcile histograms, steadfast_cache_bytes when
+served). Prints progress on stderr
 and one JSON line per run (size and limit) to --out.
 
 --qps: the controller's client-side rate limits, comma-separated, each "Q"
@@ -56,6 +71,7 @@ import http.client
 import json
 import math
 import os
+import resource
 import ssl
 import subprocess
 import sys
@@ -76,6 +92,7 @@ CTL_QPS, CTL_BURST = 50, 100  # the binary's default, src/manager/manager.c
 CTL_WORKERS = 16  # reconciles in flight at most, src/appwrapper/controller.c
 WARMUP_ANNOTATION = "workload.codeflare.dev.appwrapper/warmupGracePeriodDuration"
 WARMUP_GRACE = "2h"
+FINALIZER = "workload.codeflare.dev/finalizer"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -483,6 +500,7 @@ class Controller:
         self.p = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=self.logf,
                                   stderr=subprocess.PIPE)
         self.reconciling = threading.Event()
+        self.observed = threading.Event()  # a follower saw the leader
         self.levels = collections.Counter()
         self.msgs = collections.Counter()
         self.last = None
@@ -503,6 +521,8 @@ class Controller:
                 self.msgs[j.get("msg")] += 1
             if j.get("msg") == "reconciling":
                 self.reconciling.set()
+            if j.get("msg") == "leader observed":
+                self.observed.set()
             if j.get("msg") == "serving" and j.get("server") == "metrics":
                 self.metrics_port = int(j.get("port"))
         self.logf.flush()
@@ -553,6 +573,47 @@ class Controller:
         self._stop.set()
         benchlib.terminate(self.p, 30)
         return final
+
+
+# Histograms of the controller's /metrics that split a reconcile's time
+# (absent from binaries that do not serve them: "n/a" in the report): the
+# mean over a phase is the difference of _sum over that of _count between
+# the phase's boundaries, every label set of the family added up.
+SPLIT_METRICS = {
+    "queue_wait_ms": 'workqueue_queue_duration_seconds%s{name="appwrapper"}',
+    "work_ms": 'workqueue_work_duration_seconds%s{name="appwrapper"}',
+    "rate_limit_wait_ms": "rest_client_rate_limiter_duration_seconds%s{",
+    "api_latency_ms": "rest_client_request_duration_seconds%s{",
+}
+PHASES = (("create", "idle", "suspended"), ("admit", "suspended", "running"),
+          ("delete", "running", "gone"))
+
+
+def hist_total(m, pattern, part):
+    """_sum or _count of a histogram in metrics m, all label sets added (a
+    pattern ending in "{"), or None when m has none."""
+    key = pattern % part
+    if not key.endswith("{"):
+        return m.get(key)
+    vals = [v for k, v in m.items() if k.startswith(key)]
+    return sum(vals) if vals else None
+
+
+def time_split(marks):
+    """Per phase: the mean of each SPLIT_METRICS histogram (ms), None when
+    the controller does not serve it or nothing was observed."""
+    out = {}
+    for ph, a, b in PHASES:
+        ma, mb = marks[a].get("metrics") or {}, marks[b].get("metrics") or {}
+        out[ph] = {}
+        for name, pat in SPLIT_METRICS.items():
+            s0, s1 = hist_total(ma, pat, "_sum"), hist_total(mb, pat, "_sum")
+            c0, c1 = hist_total(ma, pat, "_count"), hist_total(mb, pat, "_count")
+            v = None
+            if None not in (s1, c1) and (c1 - (c0 or 0)) > 0:
+                v = round(((s1 - (s0 or 0)) / (c1 - (c0 or 0))) * 1000, 2)
+            out[ph][name] = v
+    return out
 
 
 # ------------------------------------------------------------------- objects
@@ -716,7 +777,9 @@ def run_size(args, kube, n, runid, lim, who):
     ns = f"bench-aw-{n}{limit_tag(lim)}-{runid}"
     lease = "steadfast-bench"
     res = {"size": n, "qps": lim[0], "burst": lim[1], "namespace": ns,
-           "concurrency": args.concurrency}
+           "concurrency": args.concurrency, "admission": args.admission}
+    if args.syncs:
+        res["syncs"] = args.syncs
     log(f"[{who}] namespace {ns}")
     make_namespace(kube, ns)
     audit_at = audit_mark(args.audit_log)
@@ -727,20 +790,37 @@ def run_size(args, kube, n, runid, lim, who):
 
     t_start = mono()
     wall_start = time.time()
+    extra = limit_args(lim) + (["--concurrent-appwrapper-syncs", str(args.syncs)]
+                               if args.syncs else [])
     ctl = Controller(args.steadfast, args.kubeconfig, ns, lease, f"bench-{runid}",
-                     os.path.join(args.logdir, f"steadfast-{n}{limit_tag(lim)}.log"),
-                     limit_args(lim))
-    marks = {}
+                     os.path.join(args.logdir, f"steadfast-{n}{limit_tag(lim)}.log"), extra)
+    fol = None
+    marks, fmarks = {}, {}
+
+    def mark(k):
+        marks[k] = ctl.sample()
+        marks[k]["metrics"] = ctl.metrics()
+        if fol:
+            fmarks[k] = fol.sample()
+            fmarks[k]["metrics"] = fol.metrics()
+
     try:
         if not ctl.reconciling.wait(60):
             raise RuntimeError("the controller did not log \"reconciling\" within 60 s")
         res["start_to_reconciling_s"] = round(mono() - t_start, 3)
+        # the follower: the same binary and flags, the same Lease, a warm
+        # standby (its informers fill the same caches); started once the
+        # leader leads, so it cannot win the Lease
+        fol = Controller(args.steadfast, args.kubeconfig, ns, lease, f"bench-{runid}-follower",
+                         os.path.join(args.logdir,
+                                      f"steadfast-{n}{limit_tag(lim)}-follower.log"), extra)
+        if not fol.observed.wait(60):
+            raise RuntimeError("the follower did not log \"leader observed\" within 60 s")
         time.sleep(2)
-        idle = ctl.sample()
-        idle["metrics"] = ctl.metrics()
+        mark("idle")
+        idle = marks["idle"]
         res["idle"] = {"rss_kib": idle["rss_kib"], "hwm_kib": idle["hwm_kib"],
                        "cpu_s": idle["cpu_s"]}
-        marks["idle"] = idle
         log(f"[{who}] controller reconciling after {res['start_to_reconciling_s']:.2f} s; "
             f"idle RSS {idle['rss_kib'] / 1024:.1f} MiB, CPU {idle['cpu_s']:.2f} s")
 
@@ -758,8 +838,7 @@ def run_size(args, kube, n, runid, lim, who):
         w.wait(lambda s: s.counts["Suspended"] == n and all(s.suspend.values()),
                per_phase_timeout, "all Suspended")
         res["create_to_all_suspended_s"] = round(mono() - t0, 3)
-        marks["suspended"] = ctl.sample()
-        marks["suspended"]["metrics"] = ctl.metrics()
+        mark("suspended")
         log(f"[{who}] all Suspended after {res['create_to_all_suspended_s']:.1f} s")
 
         # ---- admit, wait until Running
@@ -780,8 +859,7 @@ def run_size(args, kube, n, runid, lim, who):
                bad=("Resetting", "Failed", "Suspending"))
         t_running = mono()
         res["admit_to_all_running_s"] = round(t_running - t0, 3)
-        marks["running"] = ctl.sample()
-        marks["running"]["metrics"] = ctl.metrics()
+        mark("running")
         log(f"[{who}] all Running {res['admit_to_all_running_s']:.1f} s after the first admit")
         with w.cv:
             run_lat = [(w.first[nm]["Running"][0] - admit[nm][1]) * 1000 for nm in names]
@@ -797,14 +875,39 @@ def run_size(args, kube, n, runid, lim, who):
         res["delete_requests_s"] = round(mono() - t0, 3)
         w.wait(lambda s: len(s.gone) == n, per_phase_timeout * 2, "all gone")
         res["delete_to_all_gone_s"] = round(mono() - t0, 3)
-        marks["gone"] = ctl.sample()
-        marks["gone"]["metrics"] = ctl.metrics()
+        mark("gone")
         log(f"[{who}] all gone {res['delete_to_all_gone_s']:.1f} s after the first delete")
     finally:
+        # the follower first: stopped after the leader it would take the
+        # Lease and start leading
+        ffinal = fol.stop() if fol else None
         final = ctl.stop()
         w.stop()
     wall_end = time.time()
     res["controller_exit"] = ctl.p.returncode
+    res["follower_exit"] = fol.p.returncode
+    if fol.reconciling.is_set():
+        raise RuntimeError("the follower led at some point (it logged \"reconciling\")")
+    res["follower"] = {
+        "final": {"hwm_kib": ffinal["hwm_kib"], "rss_kib": ffinal["rss_kib"],
+                  "cpu_s": ffinal["cpu_s"]},
+        "hwm_kib_by_phase": {k: fmarks[k]["hwm_kib"] for k in fmarks},
+        "rss_kib_by_phase": {k: fmarks[k]["rss_kib"] for k in fmarks},
+    }
+    res["rss_kib_by_phase"] = {k: marks[k]["rss_kib"] for k in marks}
+    res["bytes_per_aw_running"] = round(
+        (marks["running"]["hwm_kib"] - marks["idle"]["hwm_kib"]) * 1024 / n)
+    res["follower"]["bytes_per_aw_running"] = round(
+        (fmarks["running"]["hwm_kib"] - fmarks["idle"]["hwm_kib"]) * 1024 / n)
+    cache = {k: v for k, v in marks["running"]["metrics"].items()
+             if k.startswith("steadfast_cache_bytes")}
+    if cache:
+        res["cache_bytes_running"] = cache
+    res["split_by_phase"] = time_split(marks)
+    fcache = {k: v for k, v in fmarks["running"]["metrics"].items()
+              if k.startswith("steadfast_cache_bytes")}
+    if fcache:
+        res["follower"]["cache_bytes_running"] = fcache
     res["final"] = {"hwm_kib": final["hwm_kib"], "rss_kib": final["rss_kib"],
                     "cpu_s": final["cpu_s"]}
     res["cpu_s_by_phase"] = {
@@ -910,13 +1013,122 @@ def run_size(args, kube, n, runid, lim, who):
     return res
 
 
+ADMISSION_DIR = os.path.join(ROOT, "manifests", "admission")
+ADMISSION_NS = "steadfast-system"  # the bindings' paramRef namespace
+
+
+def install_admission(kube, kubeconfig):
+    """manifests/admission as in production (docs/admission.md): the
+    policies and their parameters (ConfigMap in the bindings' paramRef
+    namespace); waits until a dry-run create comes back with the defaults
+    (finalizer, spec.suspend=true): the API server picks policies up
+    asynchronously."""
+    st, obj = kube.request("POST", "/api/v1/namespaces",
+                           {"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": ADMISSION_NS}})
+    if st not in (201, 409):
+        raise RuntimeError(f"creating namespace {ADMISSION_NS}: HTTP {st}")
+    p = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "apply", "-k", ADMISSION_DIR],
+                       capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError(f"kubectl apply -k manifests/admission: {p.stderr.strip()}")
+    probe = appwrapper("admission-probe")
+    end = mono() + 60
+    while mono() < end:
+        st, o = kube.request("POST", aw_path("default") + "?dryRun=All", probe)
+        if st == 201 and FINALIZER in (o["metadata"].get("finalizers") or []) \
+                and o["spec"].get("suspend") is True:
+            log("admission policies installed (manifests/admission) and in effect")
+            return
+        time.sleep(0.5)
+    raise RuntimeError("the admission policies did not take effect within 60 s")
+
+
+def ceiling_mix(results, admission):
+    """The writes of one lifecycle as the last run measured them (the
+    largest size), rounded per AppWrapper: status patches, metadata
+    patches; with no run, the fixed mix of docs/benchmarks.md (6 status
+    patches; 1 metadata patch with admission, 2 without)."""
+    if results:
+        r = results[-1]
+        req, n = r["requests"], r["size"]
+        return {"status": round(req.get("patch appwrappers/status", 0) / n),
+                "meta": round(req.get("patch appwrappers", 0) / n),
+                "create_job": 1, "delete_job": 1, "from": f"measured, {n} AppWrappers"}
+    return {"status": 6, "meta": 1 if admission else 2, "create_job": 1, "delete_job": 1,
+            "from": "fixed"}
+
+
+def run_ceiling(args, kube, runid, mix):
+    """The API server's ceiling for the mix, no controller running:
+    build/bench/awload (C, the controller's client) at each in-flight
+    level, in a fresh namespace."""
+    ns = f"bench-aw-ceiling-{runid}"
+    make_namespace(kube, ns)
+    t0 = mono()
+    cmd = [args.awload, ns, str(args.ceiling_objects), str(mix["status"]), str(mix["meta"]),
+           args.ceiling_levels]
+    log(f"[ceiling] {' '.join(cmd[1:])}: {args.ceiling_objects} AppWrappers per level, "
+        f"{mix['status']} status + {mix['meta']} metadata patches + Job create + delete each")
+    env = dict(os.environ, KUBECONFIG=args.kubeconfig)
+    levels = []
+    cpu0 = {k: server_cpu(k) for k in ("kube-apiserver", "etcd")}
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as p:
+        for ln in p.stdout:
+            d = json.loads(ln)
+            levels.append(d)
+            log(f"[ceiling] {d['inflight']} in flight: {d['rps_sustained']:.0f} requests/s "
+                f"sustained ({d['rps']:.0f} over the level), {d['failed']} failed")
+    if p.returncode:
+        raise RuntimeError(f"awload exited with {p.returncode}")
+    res = {"ceiling": True, "namespace": ns, "objects": args.ceiling_objects, "mix": mix,
+           "admission": args.admission, "levels": levels,
+           "requests_per_lifecycle": mix["status"] + mix["meta"] + 2}
+    ok = [d for d in levels if not d["failed"]]
+    if ok:
+        best = max(ok, key=lambda d: d["rps_sustained"])
+        res["best_rps"], res["best_inflight"] = best["rps_sustained"], best["inflight"]
+    cpu1 = {k: server_cpu(k) for k in ("kube-apiserver", "etcd")}
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # the loader's own CPU: it is not what bounds the rate if far below 1 core
+    res["awload_cpu_s"] = round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 2)
+    res["levels_s"] = round(sum(d["elapsed_s"] for d in levels), 1)
+    if None not in cpu0.values() and None not in cpu1.values():
+        res["server_cpu_s"] = {k: round(cpu1[k] - cpu0[k], 2) for k in cpu0}
+    kube.request("DELETE", f"/api/v1/namespaces/{ns}")
+    end = mono() + 300
+    while mono() < end and kube.request("GET", f"/api/v1/namespaces/{ns}")[0] != 404:
+        time.sleep(0.5)
+    res["part_s"] = round(mono() - t0, 1)
+    return res
+
+
+def server_cpu(name):
+    """utime+stime (s) of a control-plane process, from the pid file
+    test/cluster/up.sh writes; None when unknown."""
+    d = os.environ.get("STEADFAST_CLUSTER_DIR")
+    if not d:
+        return None
+    try:
+        pid = open(os.path.join(d, "pids", name + ".pid")).read().strip()
+        raw = open(f"/proc/{pid}/stat").read()
+        f = raw[raw.rindex(")") + 2:].split()
+        return (int(f[11]) + int(f[12])) / CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def cmd_run(args):
     runid = benchlib.run_id()
     os.makedirs(args.logdir, exist_ok=True)
     kube = Kube(args.kubeconfig)
     ensure_crd(kube)
+    if args.admission:
+        install_admission(kube, args.kubeconfig)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     t0 = mono()
+    done = []
     with open(args.out, "a") as out:
         # the runs of one size at each limit one after the other: compared
         # on the same machine state
@@ -928,7 +1140,13 @@ def cmd_run(args):
                 r["part_s"] = round(mono() - ts, 1)
                 out.write(json.dumps(r) + "\n")
                 out.flush()
+                done.append(r)
                 log(f"[{who}] done in {r['part_s']:.0f} s")
+        if args.ceiling_levels:
+            c = run_ceiling(args, kube, runid, ceiling_mix(done, args.admission))
+            out.write(json.dumps(c) + "\n")
+            out.flush()
+            log(f"[ceiling] done in {c['part_s']:.0f} s")
     log(f"all runs in {mono() - t0:.0f} s")
     return 0
 
@@ -936,8 +1154,165 @@ def cmd_run(args):
 # -------------------------------------------------------------------- report
 
 
+def lifecycle_s(r):
+    """The time the controller is the one working on a run's N
+    AppWrappers: create -> all Suspended + first admit -> all Running +
+    delete -> all gone."""
+    return r["create_to_all_suspended_s"] + r["admit_to_all_running_s"] + r["delete_to_all_gone_s"]
+
+
+def writes_of(r):
+    return sum(c for k, c in r["requests"].items()
+               if k.split()[0] in ("create", "patch", "update", "delete"))
+
+
+def efficiency(r, ceil):
+    """(lifecycles/s x writes per lifecycle) / the ceiling's best sustained
+    requests/s for the same mix: the share of the API server's raw write
+    capacity the controller used while it worked."""
+    lps = r["size"] / lifecycle_s(r)
+    return lps * writes_of(r) / r["size"] / ceil["best_rps"]
+
+
+def workers_of(r):
+    return r.get("syncs") or CTL_WORKERS
+
+
+def _wrap(text):
+    return textwrap.fill(text, 74, break_on_hyphens=False, break_long_words=False)
+
+
+def ceiling_text(ceil, res):
+    """The ceiling part and what bounds each run's efficiency."""
+    if not ceil:
+        return ("\nRaw ceiling: not measured in this run (BENCH_APPWRAPPER_CEILING_LEVELS "
+                "empty); no efficiency.\n")
+    mix = ceil["mix"]
+    doc = "\n" + _wrap(
+        f"Raw ceiling, in the same run on the same API server after the sizes, with no "
+        f"controller running: `build/bench/awload` (C, the controller's own client: HTTP/2, "
+        f"one connection, no client-side rate limit) creates {ceil['objects']} AppWrappers per "
+        f"level in a fresh namespace (untimed), then sends, per AppWrapper, the writes one "
+        f"lifecycle costs the controller ({mix['from']}): {mix['status']} status merge patches "
+        f"carrying metadata.resourceVersion, {mix['meta']} metadata patch(es) (finalizer), the "
+        f"Job's create (the controller's Job: label, ownerReference with controller and "
+        f"blockOwnerDeletion) and its delete (UID precondition, propagationPolicy Background), "
+        f"one after the other per AppWrapper (each patch with the resourceVersion the previous "
+        f"answer gave), that many AppWrappers at once as requests in flight. "
+        f"kube-controller-manager's Job controller creates and the garbage collector removes "
+        f"the pods, as in the controller runs. Sustained = requests between the 10th and 90th "
+        f"percentile of completions over the time between them.") + "\n\n"
+    doc += ("| requests in flight | requests | time | requests/s (whole) | **requests/s "
+            "sustained** | mean latency: status / metadata patch / Job create / Job delete "
+            "| failed |\n|---|---|---|---|---|---|---|\n")
+    for d in ceil["levels"]:
+        m = d["mean_ms"]
+        doc += (f"| {d['inflight']} | {d['requests']} | {d['elapsed_s']:.1f} s | {d['rps']:.1f} | "
+                f"**{d['rps_sustained']:.1f}** | {m['patch_status']:.0f} / {m['patch_meta']:.0f} / "
+                f"{m['create_job']:.0f} / {m['delete_job']:.0f} ms | {d['failed']} |\n")
+    cpu = ceil.get("server_cpu_s", {})
+    doc += "\n" + _wrap(
+        f"Ceiling: {ceil.get('best_rps', 0):.1f} requests/s (best sustained, at "
+        f"{ceil.get('best_inflight')} in flight). The loader itself used "
+        f"{ceil.get('awload_cpu_s', 0):.1f} s of CPU over {ceil.get('levels_s', 0):.0f} s of "
+        f"levels ({ceil.get('awload_cpu_s', 0) / max(ceil.get('levels_s', 1), 1) * 100:.0f}% of "
+        f"one core): it is not what bounds the rate"
+        + (f"; kube-apiserver used {cpu['kube-apiserver']:.0f} s and etcd {cpu['etcd']:.0f} s "
+           f"of CPU over the part" if cpu else "")
+        + f". The part took {ceil.get('part_s', 0):.0f} s with setup and cleanup. The "
+        "machine's 2 cores are shared with other work, so the ceiling is this machine's at "
+        "that time, which is why it is measured in the same run; the controller runs' "
+        "efficiencies are against it.") + "\n"
+    if ceil.get("best_rps"):
+        doc += "\n" + _wrap(
+            "Efficiency, per run (the table above): (N / working time) x writes per "
+            "lifecycle / the ceiling, where the working time is create -> all Suspended + "
+            "first admit -> all Running + delete -> all gone (the three phases in which the "
+            "controller has work queued) and the writes are the controller's creates, "
+            "patches, updates and deletes in the namespace (the lease renewals included) "
+            "from the audit log. 1.0 would be the controller writing as fast as the API "
+            "server takes the same writes with nothing else between them; the goal is 0.8 "
+            "or more at a client limit that does not bind. The driver's own create, admit "
+            "and delete (3 requests per AppWrapper, answered before the controller's last "
+            "writes of each phase) land on the same API server inside the working time, so "
+            "a controller with nothing between its writes would measure about 9 / (9 + 3) = "
+            "0.75, not 1.0, if a driver request costs the server what a controller write "
+            "does.") + "\n"
+        doc += "\nWhat bounds the efficiency, per run:\n\n"
+        lvl = {d["inflight"]: d["rps_sustained"] for d in ceil["levels"] if not d["failed"]}
+        for r in res:
+            w = workers_of(r)
+            near = min(lvl, key=lambda k: abs(k - w)) if lvl else None
+            rate = writes_of(r) / lifecycle_s(r)
+            q = limit_of(r)[0]
+            sent = (f"- {r['size']} at {q} qps: efficiency {efficiency(r, ceil):.2f} "
+                    f"({rate:.0f} writes/s of {ceil['best_rps']:.0f}). ")
+            if rate >= 0.9 * q:
+                sent += "The client limit binds: the rate is the qps."
+            else:
+                sent += (f"The client limit ({q} qps) does not bind; the controller keeps at "
+                         f"most {w} reconciles in flight, each with one write outstanding at a "
+                         f"time")
+                if near is not None:
+                    sent += (f", and the loader with {near} requests in flight reaches "
+                             f"{lvl[near]:.0f}/s ({rate / lvl[near]:.2f} of that)")
+                sent += (": the rest is the time between a reconcile's writes (the queue, the "
+                         "watch event that triggers the next step) and the reconciles' "
+                         "concurrency.")
+            doc += _wrap(sent).replace("\n", "\n  ") + "\n"
+    return doc
+
+
+# Why each request of a lifecycle is there (docs/benchmarks.md): the order
+# is the audit log's for one AppWrapper; the phases are the controller's
+# log lines (src/appwrapper/phase.c).
+JUSTIFY = """Every request of one lifecycle, in order (the audit log of one AppWrapper;
+src/appwrapper/phase.c), and why the controller needs it:
+
+1. `patch appwrappers/status`: phase Suspended, QuotaReserved=False
+   ("initialised"): the status Kueue and users read; without it an
+   AppWrapper shows no phase until admitted.
+2. `patch appwrappers/status`: phase Resuming, QuotaReserved=True,
+   ResourcesDeployed=True, PodsReady=False ("admitted"): records the
+   admission before anything is created, so a new leader resumes it
+   instead of treating the Jobs as strays.
+3. `patch appwrappers/status`: the component's ResourcesDeployed=Unknown,
+   ComponentCreationInitiated: the intent to create, written before the
+   create, so a Job created and then not seen in the cache is looked for
+   (grace window, live GET) rather than created twice, and a changed
+   template is never created over the tracked one.
+4. `create jobs`: the wrapped component, controlled by the AppWrapper.
+5. `patch appwrappers/status`: phase Running, the component's
+   ComponentCreatedSuccessfully: what Kueue and users wait for.
+6. `patch appwrappers/status`: phase Terminating, DeletingResources=True
+   (DeletionInitiated): starts the forceful-deletion grace clock in the
+   status, not in memory, so a new leader keeps the same deadline.
+7. `delete jobs`: the component, with its UID as precondition (a Job of the
+   same name made since is never deleted) and propagationPolicy
+   Background (the garbage collector removes the pods).
+8. `patch appwrappers/status`: the component's ResourcesDeployed=False,
+   DeletionComplete: the record that nothing is left, written before the
+   finalizer goes.
+9. `patch appwrappers`: removes the finalizer, which lets the API server
+   delete the AppWrapper. (Without the admission policies there is one
+   more before 1: the finalizer added, with `spec.suspend=true`.)
+
+The rest is not per AppWrapper: `update leases` (the leader's renewals,
+every 2 s: the longer the run, the more), `get leases` (the follower's
+polls of the Lease), `get configmaps` (the leader's admission parameters
+pass, once a minute: docs/admission.md), and the list and watch of each informer (AppWrappers,
+Jobs, pods, Leases) of both replicas, a few per run. Both replicas use the
+same client certificate and user agent, so the audit log cannot tell them
+apart; the follower never writes (the election fence), so every write
+counted is the leader's.
+"""
+
+
 def cmd_report(args):
-    res = benchlib.load_results(args.results)
+    allres = benchlib.load_results(args.results)
+    ceils = [r for r in allres if r.get("ceiling")]
+    ceil = ceils[-1] if ceils and ceils[-1].get("best_rps") else None
+    res = [r for r in allres if not r.get("ceiling")]
     run_limits = list(dict.fromkeys(limit_of(r) for r in res))  # in the order run
     # one column per run: by size, then by limit, so the runs of one size
     # (one after the other in the run) stand side by side
@@ -993,7 +1368,10 @@ def cmd_report(args):
       --leader-election-namespace NS --leader-election-id steadfast-bench \\
       --identity bench-ID --zap-log-level info \\
       --metrics-bind-address 127.0.0.1:0 --metrics-secure=false --health-probe-bind-address 127.0.0.1:0"""
-    minutes = f"{sum(r['part_s'] for r in res) / 60:.0f}"
+    syncs = sorted({r.get("syncs") for r in res if r.get("syncs")})
+    if syncs:
+        cmd += f" \\\n      --concurrent-appwrapper-syncs {'/'.join(map(str, syncs))}"
+    minutes = f"{(sum(r['part_s'] for r in res) + sum(c.get('part_s', 0) for c in ceils)) / 60:.0f}"
     if at_default:
         cmd += "\n"
         limit_text = f"""The controller's API client is limited to qps {CTL_QPS} / burst {CTL_BURST}
@@ -1040,6 +1418,32 @@ limiter alone needs for each phase's requests, and the CPU seconds show it.
             + f"; the part took {minutes} min in all, including setup and cleanup of each "
             "namespace).") + "\n"
     per = "run" if multi else "size"
+    if 20000 not in sizes and 5000 in sizes:
+        r5 = [r for r in res if r["size"] == 5000]
+        est = max(r["part_s"] for r in r5) * 4 / 60
+        command += para(
+            "20,000 AppWrappers are opt-in (`BENCH_APPWRAPPER_SIZES=1000,5000,20000`): "
+            f"at the 5,000 run's pace ({max(r['part_s'] for r in r5) / 60:.0f} min) one takes "
+            f"about {est:.0f} min (the phases grow linearly with N here), too long for every "
+            "run of the part.") + "\n"
+    workers = "/".join(str(w) for w in sorted({workers_of(r) for r in res}))
+    workers_from = ("`--concurrent-appwrapper-syncs`" if any(r.get("syncs") for r in res)
+                    else "the binary's default, src/appwrapper/controller.c")
+    adm = [r.get("admission", False) for r in res]
+    if all(adm):
+        admission_text = (
+            "the API server's admission policies (manifests/admission, installed by the run "
+            "with `kubectl apply -k`, their ConfigMap in `steadfast-system`, docs/admission.md) "
+            "set `spec.suspend=true` and add the finalizer at create, as in production; the "
+            "controller moves each to Suspended.")
+    elif not any(adm):
+        admission_text = (
+            "no admission policies are installed (`BENCH_APPWRAPPER_ADMISSION=false`): the "
+            "controller's first reconcile sets `suspend=true`, adds its finalizer (one metadata "
+            "patch more per AppWrapper than in production) and moves each to Suspended.")
+    else:
+        admission_text = ("admission policies installed in some runs only (see each raw "
+                          "line's `admission`).")
     for_each = ("size and client limit, in one run: N AppWrappers,\n" if multi
                 else "size, in one run: N AppWrappers, ")
     doc = f"""{SECTION_TITLE}
@@ -1050,8 +1454,11 @@ server started by the run ({benchlib.SERVER_VERSIONS};
 kube-controller-manager with the Job controller and the garbage collector;
 no scheduler, no kubelet: pods stay Pending).
 
-The controller itself, `build/steadfast`, one replica, leader election on
-(its own Lease in the namespace), watching one fresh namespace per {per}:
+The controller itself, `build/steadfast`, two replicas of the same binary
+with the same flags and the same Lease (in the namespace), watching one
+fresh namespace per {per}: the leader, and a follower started once the
+leader leads (a warm standby: it runs the same informers; stopped first at
+the end, so it never leads):
 
 {cmd}
 For each {for_each}each wrapping one batch/v1 Job
@@ -1060,8 +1467,7 @@ For each {for_each}each wrapping one batch/v1 Job
 `workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: "{WARMUP_GRACE}"`
 (pods never start here; with the default 5 min warmup grace the first
 AppWrappers admitted of 5,000 were reset for insufficient pods ready
-before the last were Running); the controller (no webhook) sets `suspend=true`, adds
-its finalizer and moves each to Suspended. Then the driver plays Kueue: it
+before the last were Running); {admission_text} Then the driver plays Kueue: it
 admits all of them as fast as it can (merge PATCH
 `{{"spec":{{"suspend":false}}}}`, {res[0]['concurrency']} requests in flight) and follows the
 phases with one watch (no polling) until every AppWrapper is Running.
@@ -1083,7 +1489,8 @@ the queue while they land.
   `/metrics` (served on a free loopback port, read at each phase
   boundary; the depth once a second). A reconcile's time runs from the
   queue pop until its writes are answered, so it includes the wait for the
-  client's rate limiter; at most 16 run at once.
+  client's rate limiter; at most {workers} run at once
+  ({workers_from}).
 - RSS and CPU: `VmHWM`/`VmRSS` from `/proc/PID/status` and utime+stime
   from `/proc/PID/stat` of the controller, read at each phase boundary
   (and every 250 ms); idle = 2 s after its `reconciling` log line, caches
@@ -1138,6 +1545,66 @@ the queue while they land.
     doc += row("idle after sync: RSS / VmHWM / CPU",
                lambda r: f"{mib(r['idle']['rss_kib'])} / {mib(r['idle']['hwm_kib'])} / {r['idle']['cpu_s']:.2f} s")
     doc += row(f"whole {per} (namespace to cleanup)", lambda r: f"{r['part_s']:.0f} s")
+    # efficiency against the ceiling part of the same run
+    doc += row("controller working time: create -> all Suspended + first admit -> all "
+               "Running + delete -> all gone", lambda r: f"{lifecycle_s(r):.1f} s")
+    doc += row("lifecycles/s (N / working time)", lambda r: f"{r['size'] / lifecycle_s(r):.1f}")
+    doc += row("controller writes/s over the working time (lifecycles/s x writes per lifecycle)",
+               lambda r: f"{writes_of(r) / lifecycle_s(r):.1f}")
+    if ceil:
+        doc += row(f"**efficiency: writes/s / ceiling ({ceil['best_rps']:.0f} requests/s, below)**",
+                   lambda r: f"**{efficiency(r, ceil):.2f}**")
+    else:
+        doc += row("**efficiency (writes/s / ceiling)**", lambda r: "n/a (no ceiling part)")
+
+    def split(key):
+        def f(r):
+            sp = r.get("split_by_phase")
+            if not sp:
+                return "n/a"
+            v = [sp[p].get(key) for p in ("create", "admit", "delete")]
+            return "n/a" if all(x is None for x in v) else ", ".join(
+                "n/a" if x is None else f"{x:.1f} ms" for x in v)
+        return f
+    doc += row("mean queue wait per reconcile (workqueue_queue_duration): create, admit, delete",
+               split("queue_wait_ms"))
+    doc += row("mean work per reconcile (workqueue_work_duration): create, admit, delete",
+               split("work_ms"))
+    doc += row("mean rate-limiter wait per request (rest_client_rate_limiter_duration): "
+               "create, admit, delete", split("rate_limit_wait_ms"))
+    doc += row("mean API latency per request (rest_client_request_duration): create, admit, "
+               "delete", split("api_latency_ms"))
+    # memory: leader and follower
+    doc += row("**bytes per AppWrapper, leader: (VmHWM at all Running - idle) / N**",
+               lambda r: f"**{r['bytes_per_aw_running'] / 1024:.1f} KiB**")
+    prev = {}
+    between = {}
+    for r in res:  # sorted by size, then limit
+        lim = limit_of(r)
+        if lim in prev:
+            a = prev[lim]
+            between[id(r)] = ((r["hwm_kib_by_phase"]["running"] - a["hwm_kib_by_phase"]["running"])
+                              * 1024 / (r["size"] - a["size"]), a["size"])
+        prev[lim] = r
+    doc += row("  between sizes: (VmHWM at all Running - the same at the size before) / "
+               "(difference in N)",
+               lambda r: f"{between[id(r)][0] / 1024:.1f} KiB (from {between[id(r)][1]})"
+               if id(r) in between else "-")
+    doc += row("  steadfast_cache_bytes at all Running (sum over resources)",
+               lambda r: mib(sum(r["cache_bytes_running"].values()) / 1024)
+               if r.get("cache_bytes_running") else "n/a")
+    doc += row("**follower: peak RSS (VmHWM) / VmRSS at the end**",
+               lambda r: f"**{mib(r['follower']['final']['hwm_kib'])}** / "
+                         f"{mib(r['follower']['final']['rss_kib'])}")
+    doc += row("  follower VmHWM idle / all Suspended / Running / gone",
+               lambda r: " / ".join(mib(r["follower"]["hwm_kib_by_phase"][k])
+                                    for k in ("idle", "suspended", "running", "gone")))
+    doc += row("  follower bytes per AppWrapper: (VmHWM at all Running - idle) / N",
+               lambda r: f"{r['follower']['bytes_per_aw_running'] / 1024:.1f} KiB")
+    doc += row("  follower steadfast_cache_bytes at all Running (sum over resources)",
+               lambda r: mib(sum(r["follower"]["cache_bytes_running"].values()) / 1024)
+               if r["follower"].get("cache_bytes_running") else "n/a")
+    doc += row("  follower CPU over the run", lambda r: f"{r['follower']['final']['cpu_s']:.2f} s")
 
     doc += "\nWhat bounded the admit phase (first admit to all Running), per run:\n\n"
     for r in res:
@@ -1150,15 +1617,16 @@ the queue while they land.
         if not (dur and mean):
             continue
         doc += (f"- {name(r)}: {rate:.0f} requests/s against a client limit of {q} qps; "
-                f"{recs / dur:.0f} reconciles/s, and {CTL_WORKERS} in flight / {mean:.0f} ms "
-                f"each = {CTL_WORKERS * 1000 / mean:.0f}/s; controller CPU "
+                f"{recs / dur:.0f} reconciles/s, and {workers_of(r)} in flight / {mean:.0f} ms "
+                f"each = {workers_of(r) * 1000 / mean:.0f}/s; controller CPU "
                 f"{cpu / dur * 100:.0f}% of one core. ")
         if rate >= 0.9 * q:
             doc += "The client limiter bounds it: each reconcile's time is mostly its wait for a token.\n"
         else:
-            doc += (f"Below the limit: the {CTL_WORKERS} reconciles in flight each wait on "
+            doc += (f"Below the limit: the {workers_of(r)} reconciles in flight each wait on "
                     "their API writes (the API server, etcd and the driver share the "
                     "machine's cores), which bounds the rate.\n")
+    doc += ceiling_text(ceil, res)
     doc += "\nRequests of the controller per AppWrapper, by verb and resource " \
            "(create / admit / delete: the phase the request fell in; startup: before the first create):\n\n"
     # event writes are listed even when there were none
@@ -1185,12 +1653,12 @@ the queue while they land.
             f"{n}: " + ", ".join(f"{k} x{v}" for k, v in e.items()) for n, e in errs) + ".\n"
     else:
         doc += "\nEvery request of the controller was answered 2xx.\n"
-    doc += """
+    doc += "\n" + JUSTIFY + """
 Comparison: a side-by-side run of the upstream Go controller
 (project-codeflare/appwrapper) on the same API server is future work; these
 are Steadfast's numbers alone.
 """
-    doc += benchlib.raw_results(res, per)
+    doc += benchlib.raw_results(res + ceils, per + " (the ceiling part last)")
     benchlib.write_section(args.section, doc)
     return 0
 
@@ -1204,6 +1672,14 @@ def main():
     r.add_argument("--qps", default=str(CTL_QPS),
                    help='client limits, comma-separated, each "Q" (burst 2*Q) or "Q/B"')
     r.add_argument("--concurrency", type=int, default=32)
+    r.add_argument("--admission", type=lambda v: v.lower() in ("1", "true", "yes"),
+                   default=True, help="install manifests/admission (true|false)")
+    r.add_argument("--syncs", type=int, default=0,
+                   help="--concurrent-appwrapper-syncs for the controller (0: not passed)")
+    r.add_argument("--awload", default=os.path.join(ROOT, "build", "bench", "awload"))
+    r.add_argument("--ceiling-levels", default="16,64,256",
+                   help='in-flight levels of the ceiling part ("": no ceiling part)')
+    r.add_argument("--ceiling-objects", type=int, default=500)
     r.add_argument("--logdir", default=".")
     r.add_argument("--out", required=True)
     args = ap.parse_args()
