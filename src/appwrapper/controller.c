@@ -2066,6 +2066,12 @@ static void add_count(sf_prom *p, const char *name, const char *help, uint64_t v
 int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 {
 	sf_admparams_metrics_write(c->admparams, p);
+	sf_store_metrics_add(sf_informer_store(c->aw_inf), p, SF_GVR_APPWRAPPERS.group,
+	                     SF_GVR_APPWRAPPERS.resource);
+	sf_store_metrics_add(sf_informer_store(c->pod_inf), p, "", "pods");
+	if (c->node_inf)
+		sf_store_metrics_add(sf_informer_store(c->node_inf), p, "", "nodes");
+	sf_kinds_metrics_write(c->kinds, p);
 	if (c->slackcq)
 		sf_slackcq_metrics_write(c->slackcq, p);
 	add_count(p, "steadfast_watch_restarts_total",

@@ -13,6 +13,9 @@
 #include "steadfast/manager.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +88,23 @@ static int on_readyz(void *ud, const sf_srv_request *req, sf_srv_response *res)
 	return sf_buf_puts(&res->body, "ok\n") < 0 ? -ENOMEM : 0;
 }
 
+/* The allocator's own view (glibc's mallinfo2, every arena): bytes in
+ * chunks handed out (in_use, including mmapped ones), free in the heap
+ * (free: fragmentation and what has not been given back), and mmapped. */
+static void heap_metrics_write(sf_prom *p)
+{
+#ifdef __GLIBC__
+	struct mallinfo2 mi = mallinfo2();
+	sf_prom_family *f = sf_prom_family_get(p, "steadfast_heap_bytes", SF_PROM_GAUGE,
+	                                       "The allocator's bytes by state (glibc mallinfo2)");
+	sf_prom_add_u(f, (const char *[]){"state", "in_use", NULL}, mi.uordblks + mi.hblkhd);
+	sf_prom_add_u(f, (const char *[]){"state", "free", NULL}, mi.fordblks);
+	sf_prom_add_u(f, (const char *[]){"state", "mmapped", NULL}, mi.hblkhd);
+#else
+	(void)p;
+#endif
+}
+
 /* /metrics: every module adds its families to one exposition. */
 static int on_metrics(void *ud, const sf_srv_request *req, sf_srv_response *res)
 {
@@ -101,6 +121,7 @@ static int on_metrics(void *ud, const sf_srv_request *req, sf_srv_response *res)
 		sf_elect_metrics_write(m->e, p);
 	sf_awctl_metrics_write(m->ctl, p);
 	sf_kube_client_metrics_write(m->client, p);
+	heap_metrics_write(p);
 	int rc = sf_prom_render(p, &res->body);
 	sf_prom_free(p);
 	return rc < 0 ? rc : 0;
