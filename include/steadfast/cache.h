@@ -41,6 +41,7 @@
 
 #include "steadfast/client.h"
 #include "steadfast/json.h"
+#include "steadfast/prom.h"
 
 /* ---- keys and resourceVersions ---- */
 
@@ -173,6 +174,12 @@ typedef struct sf_store_stats {
 void sf_store_stats_get(const sf_store *s, sf_store_stats *out);
 /* object_bytes + overhead_bytes. */
 size_t sf_store_bytes(const sf_store *s);
+/* Adds the store to the gauges steadfast_cache_objects and
+ * steadfast_cache_bytes (object_bytes + overhead_bytes: the bytes asked of
+ * malloc for the objects the store references and for its own entries,
+ * keys, maps and indexes; not malloc's per-chunk headers or free space),
+ * labelled group (the API group, "" for core) and resource. 0, -ENOMEM. */
+int sf_store_metrics_add(const sf_store *s, sf_prom *p, const char *group, const char *resource);
 
 /* ---- reflector ---- */
 

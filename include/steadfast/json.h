@@ -152,7 +152,9 @@ sf_obj *sf_obj_strip_path(sf_obj *o, const char *path);
  * most 32) name and drops the rest, so a cache holds what its controller
  * reads. A path is dotted plain keys; a segment ending in "[]" names an
  * array whose every element the rest of the path applies to
- * ("status.containerStatuses[].state"); an object on a path keeps only
+ * ("status.containerStatuses[].state"); a last segment in single quotes
+ * is one key taken as written ("metadata.labels.'example.com/x'"); an
+ * object on a path keeps only
  * what paths name below it, anything else on a path is kept whole. Takes
  * over the caller's reference, as above (o itself when nothing is
  * dropped). */

@@ -88,6 +88,9 @@ sf_kind *sf_kinds_get(sf_kinds *ks, const char *api_version, const char *kind);
 size_t sf_kinds_count(const sf_kinds *ks);
 /* Watches of the kind informers ended by their progress watchdog. */
 unsigned long sf_kinds_watchdog_restarts(const sf_kinds *ks);
+/* Adds each watched kind's cache to steadfast_cache_objects and
+ * steadfast_cache_bytes (sf_store_metrics_add). 0, -ENOMEM. */
+int sf_kinds_metrics_write(const sf_kinds *ks, sf_prom *p);
 
 sf_kind_state sf_kind_get_state(const sf_kind *k);
 const char *sf_kind_api_version(const sf_kind *k);

@@ -35,6 +35,9 @@ void sf_strmap_free(sf_strmap *m, sf_strmap_free_fn free_val);
 /* Removes every entry (free_val as above) and keeps the table memory. */
 void sf_strmap_clear(sf_strmap *m, sf_strmap_free_fn free_val);
 size_t sf_strmap_len(const sf_strmap *m);
+/* Bytes of the map and its slot table (which never shrinks), not of the
+ * key copies: for memory accounting. */
+size_t sf_strmap_table_bytes(const sf_strmap *m);
 /* Makes room for n entries in total without further rehashing.
  * 0 or -ENOMEM. */
 int sf_strmap_reserve(sf_strmap *m, size_t n);

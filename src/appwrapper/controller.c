@@ -57,7 +57,7 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 
 typedef struct comp_mem {
 	sf_awp_create_outcome create;
-	char create_msg[512];
+	char *create_msg;     /* owned; NULL = none */
 	char expect_uid[64];  /* a create of ours not yet seen in the cache */
 	int64_t expect_ms;    /* mono */
 	int64_t confirmed_ms; /* wall */
@@ -77,9 +77,8 @@ typedef struct aw_mem {
 	comp_mem *comp;
 	/* the last live LIST of the pods (SF_AWP_ACT_LIST_PODS), for the
 	 * next step only */
-	int have_live_pods;
-	sf_awp_pods live_pods;
-	int64_t live_pods_ms; /* wall, when it was answered */
+	sf_awp_pods *live_pods; /* owned; NULL = none */
+	int64_t live_pods_ms;   /* wall, when it was answered */
 	/* the nodes the last live node reads (SF_AWP_ACT_VERIFY_NODES)
 	 * confirmed NoExecute for a pod there, for the next step only; owned */
 	sf_awp_nodes *noexec_live;
@@ -189,8 +188,11 @@ static void mem_free(void *v)
 {
 	aw_mem *m = v;
 	if (m) {
+		for (size_t i = 0; i < m->n; i++)
+			free(m->comp[i].create_msg);
 		free(m->comp);
 		free(m->noexec_live);
+		free(m->live_pods);
 	}
 	free(m);
 }
@@ -544,14 +546,15 @@ static const sf_informer_handler node_handler = {node_add, node_update, node_del
 /* Pods: the phase machine's summary (sf_awp_pods_add: phase, deletion,
  * first failure's container, exit code, reason and message, the pod's
  * reason and message), Autopilot's check (sf_awn_pod_affected: the
- * containers' requests and limits, the node), the indexes (labels,
- * owner, node) and the object's identity. */
+ * containers' requests and limits, the node), the indexes (the
+ * AppWrapper label, which is also the work queue's key, and the only
+ * label kept; owner; node) and the object's identity. */
 const char *const SF_AWCTL_POD_FIELDS[] = {
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",
     "metadata.resourceVersion",
-    "metadata.labels",
+    "metadata.labels.'" SF_AW_LABEL "'",
     "metadata.ownerReferences",
     "metadata.deletionTimestamp",
     "spec.nodeName",
@@ -566,14 +569,15 @@ const char *const SF_AWCTL_POD_FIELDS[] = {
 
 /* Components: ownership (sf_awc_owned_by and the owner index), deletion,
  * the conditions their kind reports (Failed, Complete, Completed,
- * Succeeded), the label index and the identity. A component's spec is
+ * Succeeded), the AppWrapper label (the index and the queue key; no
+ * other label is kept) and the identity. A component's spec is
  * never read from the cache (adoption and identity checks read live). */
 const char *const SF_AWCTL_COMPONENT_FIELDS[] = {
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",
     "metadata.resourceVersion",
-    "metadata.labels",
+    "metadata.labels.'" SF_AW_LABEL "'",
     "metadata.ownerReferences",
     "metadata.deletionTimestamp",
     "status.conditions",
@@ -736,7 +740,9 @@ static void set_create(op *o, size_t i, sf_awp_create_outcome oc, const char *ms
 	if (!m || i >= m->n)
 		return;
 	m->comp[i].create = oc;
-	snprintf(m->comp[i].create_msg, sizeof(m->comp[i].create_msg), "%s", msg ? msg : "");
+	free(m->comp[i].create_msg);
+	/* cut as the status message would be; lost only without memory */
+	m->comp[i].create_msg = msg && msg[0] ? strndup(msg, 511) : NULL;
 	o->results++;
 }
 
@@ -1119,10 +1125,12 @@ static void pod_list_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
 	aw_mem *m = op_mem(o);
-	if (m && sf_kube_ok(res)) {
-		m->live_pods = r->pl->pods;
+	if (m && sf_kube_ok(res) && !m->live_pods &&
+	    !(m->live_pods = malloc(sizeof(*m->live_pods)))) {
+		o->failed = 1;
+	} else if (m && sf_kube_ok(res)) {
+		*m->live_pods = r->pl->pods;
 		m->live_pods_ms = wall_ms();
-		m->have_live_pods = 1;
 		o->c->st.pod_lists++;
 		o->results++;
 	} else if (!sf_kube_ok(res)) {
@@ -1541,7 +1549,7 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		sf_awp_comp *oc = &comps[i];
 		memset(oc, 0, sizeof(*oc));
 		oc->create = cm->create;
-		oc->create_msg = cm->create_msg;
+		oc->create_msg = cm->create_msg ? cm->create_msg : "";
 		oc->live = cm->live;
 		oc->delete_gone = cm->delete_gone;
 		if (sf_jv_str(sf_jv_get(cs, "apiVersion"), api, sizeof(api)) <= 0 ||
@@ -1711,13 +1719,14 @@ static void process(void *ud, const char *key)
 	    .ncomp = n,
 	    .pods = &pods,
 	    .expected_pods = expected,
-	    .live_pods = m->have_live_pods ? &m->live_pods : NULL,
+	    .live_pods = m->live_pods,
 	    .live_pods_ms = m->live_pods_ms,
 	    .noexec = o->noexec,
 	    .noexec_live = m->noexec_live,
 	};
-	m->have_live_pods = 0; /* news for this step only */
 	int rc = sf_awp_step(&in, &o->plan, err, sizeof(err));
+	free(m->live_pods); /* news for this step only */
+	m->live_pods = NULL;
 	free(comps);
 	free(m->noexec_live);
 	m->noexec_live = NULL;
@@ -2066,6 +2075,12 @@ static void add_count(sf_prom *p, const char *name, const char *help, uint64_t v
 int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 {
 	sf_admparams_metrics_write(c->admparams, p);
+	sf_store_metrics_add(sf_informer_store(c->aw_inf), p, SF_GVR_APPWRAPPERS.group,
+	                     SF_GVR_APPWRAPPERS.resource);
+	sf_store_metrics_add(sf_informer_store(c->pod_inf), p, "", "pods");
+	if (c->node_inf)
+		sf_store_metrics_add(sf_informer_store(c->node_inf), p, "", "nodes");
+	sf_kinds_metrics_write(c->kinds, p);
 	if (c->slackcq)
 		sf_slackcq_metrics_write(c->slackcq, p);
 	add_count(p, "steadfast_watch_restarts_total",

@@ -450,6 +450,18 @@ unsigned long sf_kinds_watchdog_restarts(const sf_kinds *ks)
 	return n;
 }
 
+int sf_kinds_metrics_write(const sf_kinds *ks, sf_prom *p)
+{
+	for (const sf_kind *k = ks->kinds; k; k = k->next)
+		if (k->inf && k->have_gvr) {
+			int rc = sf_store_metrics_add(sf_informer_store(k->inf), p, k->gvr.group,
+			                              k->gvr.resource);
+			if (rc < 0)
+				return rc;
+		}
+	return 0;
+}
+
 /* ---- accessors ---- */
 
 sf_kind_state sf_kind_get_state(const sf_kind *k)

@@ -31,8 +31,7 @@
 
 #include "steadfast/strmap.h"
 
-#define KEY_MAX 512          /* namespace (63) + '/' + name (253), with room to spare */
-#define STRMAP_SLOT_BYTES 24 /* sizeof the map's slot, for the memory estimate */
+#define KEY_MAX 512 /* namespace (63) + '/' + name (253), with room to spare */
 
 typedef struct bucket bucket;
 typedef struct entry entry;
@@ -863,16 +862,6 @@ int sf_store_index_values(const sf_store *s, const char *index, char ***out, siz
 	return 0;
 }
 
-/* The map's table is kept between 3/8 and 3/4 full; count it at half. */
-static size_t strmap_estimate(const sf_strmap *m)
-{
-	size_t len = sf_strmap_len(m);
-	size_t cap = 8;
-	while (cap / 2 < len)
-		cap *= 2;
-	return 64 + (len ? cap * STRMAP_SLOT_BYTES : 0);
-}
-
 void sf_store_stats_get(const sf_store *s, sf_store_stats *out)
 {
 	*out = s->counters;
@@ -880,11 +869,11 @@ void sf_store_stats_get(const sf_store *s, sf_store_stats *out)
 	out->object_bytes = s->object_bytes;
 	out->index_values = s->index_values;
 	out->index_entries = s->index_entries;
-	size_t own = sizeof(*s) + s->own_bytes + strmap_estimate(s->map) +
+	size_t own = sizeof(*s) + s->own_bytes + sf_strmap_table_bytes(s->map) +
 	             s->nindexes * sizeof(store_index) + s->scratch.cap + s->iv.buf.cap +
 	             s->pend_cap * sizeof(pending);
 	for (size_t i = 0; i < s->nindexes; i++)
-		own += strmap_estimate(s->indexes[i].values);
+		own += sf_strmap_table_bytes(s->indexes[i].values);
 	out->overhead_bytes = own;
 }
 
@@ -893,4 +882,21 @@ size_t sf_store_bytes(const sf_store *s)
 	sf_store_stats st;
 	sf_store_stats_get(s, &st);
 	return st.object_bytes + st.overhead_bytes;
+}
+
+int sf_store_metrics_add(const sf_store *s, sf_prom *p, const char *group, const char *resource)
+{
+	sf_store_stats st;
+	sf_store_stats_get(s, &st);
+	const char *const labels[] = {"group", group ? group : "", "resource", resource, NULL};
+	int rc = sf_prom_add_u(sf_prom_family_get(p, "steadfast_cache_objects", SF_PROM_GAUGE,
+	                                          "Objects held by an informer's cache"),
+	                       labels, st.objects);
+	if (rc < 0)
+		return rc;
+	return sf_prom_add_u(
+	    sf_prom_family_get(p, "steadfast_cache_bytes", SF_PROM_GAUGE,
+	                       "Bytes an informer's cache asked of malloc for its objects and its "
+	                       "own entries, keys and indexes (without malloc's overhead)"),
+	    labels, st.object_bytes + st.overhead_bytes);
 }

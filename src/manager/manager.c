@@ -27,6 +27,7 @@
 #include "steadfast/controller.h"
 #include "steadfast/election.h"
 #include "steadfast/fault.h"
+#include "steadfast/heap.h"
 #include "steadfast/log.h"
 #include "steadfast/prom.h"
 #include "steadfast/server.h"
@@ -40,6 +41,7 @@ typedef struct mgr {
 	sf_elect *e;
 	sf_awctl *ctl;
 	uv_signal_t sigterm, sigint;
+	uv_timer_t trim; /* gives free heap pages back (sf_heap_trim) */
 	sf_srv *health, *metrics;
 	/* secure metrics: the certificate, and the reviews' own client (not
 	 * write-gated by the election: reviews write nothing) */
@@ -101,6 +103,7 @@ static int on_metrics(void *ud, const sf_srv_request *req, sf_srv_response *res)
 		sf_elect_metrics_write(m->e, p);
 	sf_awctl_metrics_write(m->ctl, p);
 	sf_kube_client_metrics_write(m->client, p);
+	sf_heap_metrics_write(p);
 	int rc = sf_prom_render(p, &res->body);
 	sf_prom_free(p);
 	return rc < 0 ? rc : 0;
@@ -253,6 +256,8 @@ static void shutdown_all(mgr *m)
 	}
 	uv_close((uv_handle_t *)&m->sigterm, handle_closed);
 	uv_close((uv_handle_t *)&m->sigint, handle_closed);
+	m->parts++;
+	uv_close((uv_handle_t *)&m->trim, handle_closed);
 }
 
 static void on_released(void *ud, int err)
@@ -261,6 +266,17 @@ static void on_released(void *ud, int err)
 	sf_log_info(LOGGER, err == 0 ? "lease released" : "lease left as it was", "error",
 	            err ? strerror(-err) : NULL, NULL);
 	shutdown_all(m);
+}
+
+/* Every TRIM_MS: when a burst (a relist, a wave of updates) has left at
+ * least TRIM_MIN_FREE free inside the heap, its pages go back. */
+#define TRIM_MS 5000
+#define TRIM_MIN_FREE (1024 * 1024)
+
+static void on_trim(uv_timer_t *t)
+{
+	(void)t;
+	sf_heap_trim(TRIM_MIN_FREE);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -285,6 +301,7 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	if (!o->cfg)
 		sf_awcfg_defaults(&defaults);
 	signal(SIGPIPE, SIG_IGN);
+	sf_heap_tune();
 	if (sf_kube_config_load(o->kubeconfig, o->context, &m.cfg, err, sizeof(err)) != 0) {
 		sf_log_error(LOGGER, "cannot load the kubeconfig", "error", err, NULL);
 		return 1;
@@ -380,6 +397,9 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	m.sigterm.data = m.sigint.data = &m;
 	uv_signal_start(&m.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&m.sigint, on_signal, SIGINT);
+	uv_timer_init(&m.loop, &m.trim);
+	m.trim.data = &m;
+	uv_timer_start(&m.trim, on_trim, TRIM_MS, TRIM_MS);
 	sf_log_info(LOGGER, "starting", "version", SF_VERSION, "identity", identity,
 	            "leaderElection", o->leader_elect ? "true" : "false", "apiServer",
 	            m.cfg->server, "kubeconfig", m.cfg->source, NULL);
@@ -387,6 +407,7 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		sf_log_error(LOGGER, "cannot start the informers", "error", strerror(-rc), NULL);
 		uv_close((uv_handle_t *)&m.sigterm, NULL);
 		uv_close((uv_handle_t *)&m.sigint, NULL);
+		uv_close((uv_handle_t *)&m.trim, NULL);
 		goto fail;
 	}
 	if (m.e)

@@ -827,14 +827,28 @@ sf_obj *sf_obj_strip_path(sf_obj *o, const char *path)
 
 /* Does the first segment of path p name member key (a string token)?
  * *rest gets what follows it ("" for the whole member), *each 1 when the
- * segment ends in "[]". */
+ * segment ends in "[]". A segment in single quotes is taken as written,
+ * dots and all (a label key), and ends the path. */
 static int proj_seg(const char *p, sf_jv key, const char **rest, int *each)
 {
+	char name[320]; /* a label key: prefix (253) '/' name (63) */
+	if (p[0] == '\'') {
+		const char *q = strchr(p + 1, '\'');
+		size_t kn = q ? (size_t)(q - p - 1) : 0;
+		if (kn == 0 || kn >= sizeof(name) || q[1])
+			return 0;
+		memcpy(name, p + 1, kn);
+		name[kn] = '\0';
+		*each = 0;
+		if (!sf_jv_streq(key, name))
+			return 0;
+		*rest = "";
+		return 1;
+	}
 	const char *dot = strchr(p, '.');
 	size_t n = dot ? (size_t)(dot - p) : strlen(p);
 	*each = n >= 2 && p[n - 2] == '[' && p[n - 1] == ']';
 	size_t kn = *each ? n - 2 : n;
-	char name[128];
 	if (kn == 0 || kn >= sizeof(name))
 		return 0;
 	memcpy(name, p, kn);

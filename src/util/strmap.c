@@ -188,6 +188,11 @@ size_t sf_strmap_len(const sf_strmap *m)
 	return m->len;
 }
 
+size_t sf_strmap_table_bytes(const sf_strmap *m)
+{
+	return sizeof(*m) + m->cap * sizeof(slot);
+}
+
 int sf_strmap_reserve(sf_strmap *m, size_t n)
 {
 	if (n <= m->len)

@@ -179,7 +179,8 @@ static void transforms(sf_obj *o)
 	static const char *const paths[] = {"metadata.name",    "metadata.labels",
 	                                    "spec.a[].b",       "spec.a[].c.d",
 	                                    "status.x[]",       "status.phase",
-	                                    "metadata.uid",     NULL};
+	                                    "metadata.uid",     "metadata.annotations.'a.b/c'",
+	                                    NULL};
 	size_t len = o->len;
 	sf_obj *p = sf_obj_project(o, paths);
 	CHECK(p->len <= len);

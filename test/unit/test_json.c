@@ -633,3 +633,25 @@ Test(json, project_keeps_the_named_members_and_drops_the_rest)
 		sf_obj_unref(p);
 	}
 }
+
+Test(json, project_a_quoted_segment_keeps_one_label)
+{
+	static const char *const paths[] = {"metadata.name", "metadata.labels.'example.com/keep'",
+	                                    "metadata.annotations.'a.b'", "status.'x", NULL};
+	const char *cases[][2] = {
+		{"{\"metadata\":{\"name\":\"p\",\"labels\":{\"job-name\":\"j\",\"example.com/keep\":"
+		 "\"v\",\"example.com/keep2\":\"w\"},\"annotations\":{\"a\":{\"b\":1},\"a.b\":\"2\"}},"
+		 "\"status\":{\"'x\":1,\"x\":2}}",
+		 "{\"metadata\":{\"name\":\"p\",\"labels\":{\"example.com/keep\":\"v\"},"
+		 "\"annotations\":{\"a.b\":\"2\"}},\"status\":{}}"},
+		/* an unterminated quote names nothing */
+		{"{\"metadata\":{\"labels\":{\"other\":\"o\"}}}", "{\"metadata\":{\"labels\":{}}}"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sf_obj *o = sf_obj_new(cases[i][0], strlen(cases[i][0]));
+		cr_assert_not_null(o);
+		sf_obj *p = sf_obj_project(o, paths);
+		cr_assert_str_eq(p->json, cases[i][1], "case %zu", i);
+		sf_obj_unref(p);
+	}
+}
