@@ -452,7 +452,8 @@ Test(admission, kind_without_resource_mapping_is_refused_naming_the_kind)
 {
 	static const char yaml[] =
 	    AW_OPEN("widget") "  - template: {apiVersion: example.com/v1, kind: Widget, metadata: "
-	                      "{name: w}}\n"
+	                      "{name: w},\n"
+	                      "               spec: {template: {spec: {containers: []}}}}\n"
 	                      "    podSets: [{path: template.spec.template}]\n";
 	/* refused even for the admin, who may create anything */
 	expect_refused(&K, yaml, 403, RBAC_POLICY, "spec.components[0].template",
