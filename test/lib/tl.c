@@ -429,19 +429,26 @@ void tl_log_quiet(void)
 	sf_log_set_sink(drop_log, NULL);
 }
 
+sf_kube_client *tl_inline_client(uv_loop_t *loop, const char *yaml, const sf_kube_client_opts *co,
+                                 sf_kube_config **cfg)
+{
+	char err[512];
+	cr_assert_eq(
+	    sf_kube_config_parse(yaml, strlen(yaml), "inline", NULL, NULL, cfg, err, sizeof(err)),
+	    0, "%s", err);
+	sf_kube_client *c = NULL;
+	cr_assert_eq(sf_kube_client_new(loop, *cfg, co, &c), 0);
+	return c;
+}
+
 sf_kube_client *tl_fakesrv_client(uv_loop_t *loop, const fakesrv *srv,
                                   const sf_kube_client_opts *co, sf_kube_config **cfg)
 {
-	char y[512], err[256];
+	char y[512];
 	snprintf(y, sizeof(y),
 	         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n"
 	         "  cluster:\n    server: http://127.0.0.1:%d\nusers:\n- name: u\n  user:\n"
 	         "    token: t\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
 	         fakesrv_port(srv));
-	cr_assert_eq(
-	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, cfg, err, sizeof(err)), 0,
-	    "%s", err);
-	sf_kube_client *c = NULL;
-	cr_assert_eq(sf_kube_client_new(loop, *cfg, co, &c), 0);
-	return c;
+	return tl_inline_client(loop, y, co, cfg);
 }

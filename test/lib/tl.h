@@ -33,6 +33,11 @@ int tl_run_until_fn(uv_loop_t *loop, int (*pred)(void *ud), void *ud, long timeo
 /* Drops every log line from now on: a criterion .init for tests whose
  * error paths log on purpose. */
 void tl_log_quiet(void);
+/* A client from the kubeconfig text yaml with options co (NULL: the
+ * defaults); the parsed config lands in *cfg (free it after the client).
+ * Fails the test on error. */
+sf_kube_client *tl_inline_client(uv_loop_t *loop, const char *yaml, const sf_kube_client_opts *co,
+                                 sf_kube_config **cfg);
 /* A client of the scripted server srv (plain HTTP, token auth) with
  * options co (NULL: the defaults), from an inline kubeconfig whose parse
  * lands in *cfg (free it after the client). Fails the test on error. */

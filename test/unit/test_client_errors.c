@@ -70,13 +70,12 @@ static void fx_open(fx *f, const fake_resp *script, int n, const sf_kube_client_
 {
 	cr_assert_eq(uv_loop_init(&f->loop), 0);
 	f->srv = fakesrv_start(&f->loop, script, n);
-	char y[512], err[256];
+	char y[512];
 	snprintf(y, sizeof(y),
 		 "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:%d\n"
 		 "users:\n- name: u\n  user:\n    token: secret-token\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
 		 fakesrv_port(f->srv));
-	cr_assert_eq(sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &f->cfg, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(sf_kube_client_new(&f->loop, f->cfg, opts, &f->c), 0);
+	f->c = tl_inline_client(&f->loop, y, opts, &f->cfg);
 }
 
 static void set_flag(void *ud)
@@ -358,13 +357,11 @@ Test(client_errors, connection_refused_is_transport_error)
 	fx f;
 	fx_open(&f, NULL, 0, NULL);
 	/* point a second client at a port nobody listens on */
-	char y[512], err[256];
+	char y[512];
 	snprintf(y, sizeof(y), "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\n"
 			       "users:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n");
 	sf_kube_config *cfg;
-	cr_assert_eq(sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &cfg, err, sizeof(err)), 0, "%s", err);
-	sf_kube_client *c2;
-	cr_assert_eq(sf_kube_client_new(&f.loop, cfg, NULL, &c2), 0);
+	sf_kube_client *c2 = tl_inline_client(&f.loop, y, NULL, &cfg);
 	tl_res r = {0};
 	cr_assert_eq(sf_kube_get(c2, &SF_GVR_NAMESPACES, NULL, "x", tl_res_cb, &r, NULL), 0);
 	tl_wait(&f.loop, &r, 5000);

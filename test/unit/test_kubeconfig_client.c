@@ -36,7 +36,7 @@ static void one_request(const char *cluster_fmt, char *head, size_t n)
 	uv_loop_t loop;
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	fakesrv *srv = fakesrv_start(&loop, script, 1);
-	char cl[256], y[1024], err[256];
+	char cl[256], y[1024];
 	snprintf(cl, sizeof(cl), cluster_fmt, fakesrv_port(srv));
 	snprintf(y, sizeof(y),
 	         "current-context: c\nclusters:\n- name: c\n  cluster:\n%s"
@@ -44,11 +44,7 @@ static void one_request(const char *cluster_fmt, char *head, size_t n)
 	         "contexts: [{name: c, context: {cluster: c, user: u}}]\n",
 	         cl);
 	sf_kube_config *cfg = NULL;
-	cr_assert_eq(
-	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, &cfg, err, sizeof(err)), 0,
-	    "%s", err);
-	sf_kube_client *c = NULL;
-	cr_assert_eq(sf_kube_client_new(&loop, cfg, NULL, &c), 0);
+	sf_kube_client *c = tl_inline_client(&loop, y, NULL, &cfg);
 	tl_res r = {0};
 	cr_assert_eq(sf_kube_get(c, &SF_GVR_NAMESPACES, NULL, "x", tl_res_cb, &r, NULL), 0);
 	tl_wait(&loop, &r, 5000);
@@ -100,7 +96,7 @@ static sf_kube_client *exec_client(uv_loop_t *loop, fakesrv *srv, sf_kube_config
 {
 	snprintf(dir, dirlen, "/tmp/sf-kcc-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	char plugin[128], y[1024], err[512];
+	char plugin[128], y[1024];
 	snprintf(plugin, sizeof(plugin), "%s/plugin", dir);
 	FILE *f = fopen(plugin, "w");
 	cr_assert_not_null(f);
@@ -116,12 +112,7 @@ static sf_kube_client *exec_client(uv_loop_t *loop, fakesrv *srv, sf_kube_config
 	         "command: %s, interactiveMode: Never}}}]\n"
 	         "contexts: [{name: c, context: {cluster: c, user: u}}]\n",
 	         fakesrv_port(srv), plugin);
-	cr_assert_eq(
-	    sf_kube_config_parse(y, strlen(y), "inline", NULL, NULL, cfg, err, sizeof(err)), 0,
-	    "%s", err);
-	sf_kube_client *c = NULL;
-	cr_assert_eq(sf_kube_client_new(loop, *cfg, NULL, &c), 0);
-	return c;
+	return tl_inline_client(loop, y, NULL, cfg);
 }
 
 static void exec_client_close(uv_loop_t *loop, sf_kube_client *c, fakesrv *srv, sf_kube_config *cfg,

@@ -76,6 +76,20 @@ static sf_obj *mk(const char *ns, const char *name, const char *uid, const char 
 	return o;
 }
 
+/* Object i of a numbered set in namespace ns: name prefix-i, uid-i,
+ * resourceVersion 100+i, labelled for AppWrapper aw-g and controlled by
+ * owner-g. */
+static sf_obj *mk_numbered(const char *prefix, int i, int g, const char *data)
+{
+	char name[32], uid[32], rv[16], labels[128], owners[128];
+	snprintf(name, sizeof(name), "%s-%d", prefix, i);
+	snprintf(uid, sizeof(uid), "uid-%d", i);
+	snprintf(rv, sizeof(rv), "%d", 100 + i);
+	snprintf(labels, sizeof(labels), "{\"" SF_AW_LABEL "\":\"aw-%d\"}", g);
+	snprintf(owners, sizeof(owners), "[{\"uid\":\"owner-%d\",\"controller\":true}]", g);
+	return mk("ns", name, uid, rv, labels, owners, data);
+}
+
 /* Upserts and drops the caller's reference. */
 static void put(sf_store *s, sf_obj *o)
 {
@@ -602,14 +616,7 @@ Test(store, memory_accounting)
 	memset(data, 'x', 200);
 	data[200] = '\0';
 	for (int i = 0; i < N; i++) {
-		char name[32], uid[32], rv[16], labels[128], owners[128];
-		snprintf(name, sizeof(name), "obj-%d", i);
-		snprintf(uid, sizeof(uid), "uid-%d", i);
-		snprintf(rv, sizeof(rv), "%d", 100 + i);
-		snprintf(labels, sizeof(labels), "{\"" SF_AW_LABEL "\":\"aw-%d\"}", i % 50);
-		snprintf(owners, sizeof(owners), "[{\"uid\":\"owner-%d\",\"controller\":true}]",
-		         i % 50);
-		sf_obj *o = mk("ns", name, uid, rv, labels, owners, data);
+		sf_obj *o = mk_numbered("obj", i, i % 50, data);
 		json += o->len;
 		objsize += sf_obj_size(o);
 		put(s, o);
@@ -1669,15 +1676,8 @@ Test(store, cache_gauges_match_the_heap)
 	char data[512];
 	memset(data, 'y', 300);
 	data[300] = '\0';
-	for (int i = 0; i < N; i++) {
-		char name[32], uid[32], rv[16], labels[128], owners[128];
-		snprintf(name, sizeof(name), "pod-%d", i);
-		snprintf(uid, sizeof(uid), "uid-%d", i);
-		snprintf(rv, sizeof(rv), "%d", 100 + i);
-		snprintf(labels, sizeof(labels), "{\"" SF_AW_LABEL "\":\"aw-%d\"}", i);
-		snprintf(owners, sizeof(owners), "[{\"uid\":\"owner-%d\",\"controller\":true}]", i);
-		put(s, mk("ns", name, uid, rv, labels, owners, data));
-	}
+	for (int i = 0; i < N; i++)
+		put(s, mk_numbered("pod", i, i, data));
 	struct mallinfo2 m1 = mallinfo2();
 	size_t heap = (m1.uordblks + m1.hblkhd) - (m0.uordblks + m0.hblkhd);
 	size_t acct = sf_store_bytes(s);
