@@ -1125,17 +1125,20 @@ static void pod_list_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
 	aw_mem *m = op_mem(o);
-	if (m && sf_kube_ok(res) && !m->live_pods &&
-	    !(m->live_pods = malloc(sizeof(*m->live_pods)))) {
-		o->failed = 1;
-	} else if (m && sf_kube_ok(res)) {
-		*m->live_pods = r->pl->pods;
-		m->live_pods_ms = wall_ms();
-		o->c->st.pod_lists++;
-		o->results++;
-	} else if (!sf_kube_ok(res)) {
+	if (!sf_kube_ok(res)) {
 		log_result("live list of pods failed", o, res);
 		o->failed = 1;
+	} else if (m) {
+		if (!m->live_pods)
+			m->live_pods = malloc(sizeof(*m->live_pods));
+		if (!m->live_pods) {
+			o->failed = 1;
+		} else {
+			*m->live_pods = r->pl->pods;
+			m->live_pods_ms = wall_ms();
+			o->c->st.pod_lists++;
+			o->results++;
+		}
 	}
 	op_req_done(o);
 }
