@@ -548,14 +548,17 @@ static const sf_informer_handler node_handler = {node_add, node_update, node_del
  * reason and message), Autopilot's check (sf_awn_pod_affected: the
  * containers' requests and limits, the node), the indexes (the
  * AppWrapper label, which is also the work queue's key, and the only
- * label kept; owner; node) and the object's identity. */
+ * label kept; owner: of each owner reference only its uid and whether it
+ * is the controller, all sf_awc_owned_by and the controller index read;
+ * node) and the object's identity. */
 const char *const SF_AWCTL_POD_FIELDS[] = {
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",
     "metadata.resourceVersion",
     "metadata.labels.'" SF_AW_LABEL "'",
-    "metadata.ownerReferences",
+    "metadata.ownerReferences[].uid",
+    "metadata.ownerReferences[].controller",
     "metadata.deletionTimestamp",
     "spec.nodeName",
     "spec.containers[].resources",
@@ -567,18 +570,22 @@ const char *const SF_AWCTL_POD_FIELDS[] = {
     NULL,
 };
 
-/* Components: ownership (sf_awc_owned_by and the owner index), deletion,
+/* Components: ownership (sf_awc_owned_by and the owner index: of each
+ * owner reference its uid and whether it is the controller), deletion,
  * the conditions their kind reports (Failed, Complete, Completed,
  * Succeeded), the AppWrapper label (the index and the queue key; no
- * other label is kept) and the identity. A component's spec is
- * never read from the cache (adoption and identity checks read live). */
+ * other label is kept) and the identity. A component's spec and its
+ * owner's kind and name are never read from the cache (adoption and
+ * identity checks, and the message naming another controller, read the
+ * object live). */
 const char *const SF_AWCTL_COMPONENT_FIELDS[] = {
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",
     "metadata.resourceVersion",
     "metadata.labels.'" SF_AW_LABEL "'",
-    "metadata.ownerReferences",
+    "metadata.ownerReferences[].uid",
+    "metadata.ownerReferences[].controller",
     "metadata.deletionTimestamp",
     "status.conditions",
     NULL,

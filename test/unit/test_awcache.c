@@ -22,6 +22,7 @@
 	"\"uid\":\"u-pod\",\"resourceVersion\":\"88\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\","  \
 	"\"labels\":{\"workload.codeflare.dev/appwrapper\":\"aw\",\"batch.kubernetes.io/job-name\":"   \
 	"\"aw-job\"},\"annotations\":{\"kueue.x-k8s.io/workload\":\"w\"},\"ownerReferences\":[{"      \
+	"\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"other\",\"uid\":\"u-cm\"},{"           \
 	"\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\"aw-job\",\"uid\":\"u-job\","          \
 	"\"controller\":true,\"blockOwnerDeletion\":true}],\"finalizers\":[\"batch.kubernetes.io/"     \
 	"job-tracking\"]" extra "}"
@@ -88,6 +89,38 @@ static int same_labels(const sf_obj *whole, const sf_obj *kept)
 	return same;
 }
 
+/* Ownership reads the same whole and as cached: sf_awc_owned_by for the
+ * controller's uid (and not for another owner's), and the store's
+ * controller index; of the owner references only uid and controller are
+ * kept (the owner's kind and name are read live, never from the cache). */
+static void same_ownership(const sf_obj *whole, const sf_obj *kept, const char *owner,
+                           const char *other)
+{
+	cr_assert(sf_awc_owned_by(sf_obj_root(whole), owner));
+	cr_assert(sf_awc_owned_by(sf_obj_root(kept), owner), "%s", kept->json);
+	cr_assert_not(sf_awc_owned_by(sf_obj_root(kept), other), "%s", kept->json);
+	sf_store *st[2] = {sf_store_new(), sf_store_new()};
+	const sf_obj *o[2] = {whole, kept};
+	for (int i = 0; i < 2; i++) {
+		cr_assert(st[i] && sf_store_add_controller_index(st[i]) == 0 &&
+		          sf_store_upsert(st[i], (sf_obj *)o[i]) == 0);
+		cr_assert_eq(sf_store_index_count(st[i], SF_INDEX_CONTROLLER_UID, owner), 1,
+		             "%s", o[i]->json);
+		cr_assert_eq(sf_store_index_count(st[i], SF_INDEX_CONTROLLER_UID, other), 0);
+		sf_store_free(st[i]);
+	}
+	sf_jv refs = sf_jv_path(sf_obj_root(kept), "metadata.ownerReferences");
+	cr_assert_eq(sf_jv_len(refs),
+	             sf_jv_len(sf_jv_path(sf_obj_root(whole), "metadata.ownerReferences")));
+	for (size_t i = 0; i < sf_jv_len(refs); i++) {
+		sf_jv_iter it = sf_jv_iter_init(sf_jv_at(refs, i));
+		sf_jv k, v;
+		while (sf_jv_next(&it, &k, &v))
+			cr_assert(sf_jv_streq(k, "uid") || sf_jv_streq(k, "controller"),
+			          "owner reference field %.*s kept: %s", (int)k.n, k.p, kept->json);
+	}
+}
+
 Test(awcache, a_pod_as_cached_reads_the_same_as_the_whole_pod)
 {
 	sf_aw_config c;
@@ -116,8 +149,8 @@ Test(awcache, a_pod_as_cached_reads_the_same_as_the_whole_pod)
 		cr_assert_eq(sf_awn_pod_affected(sf_obj_root(whole), &h),
 		             sf_awn_pod_affected(sf_obj_root(kept), &h), "pod %zu", i);
 		cr_assert(same_labels(whole, kept), "pod %zu: %s", i, kept->json);
-		const char *same[] = {"metadata.ownerReferences", "spec.nodeName",
-		                      "metadata.deletionTimestamp"};
+		same_ownership(whole, kept, "u-job", "u-cm");
+		const char *same[] = {"spec.nodeName", "metadata.deletionTimestamp"};
 		for (size_t j = 0; j < sizeof(same) / sizeof(same[0]); j++) {
 			sf_jv x = sf_jv_path(sf_obj_root(whole), same[j]);
 			sf_jv y = sf_jv_path(sf_obj_root(kept), same[j]);
@@ -147,12 +180,10 @@ Test(awcache, a_component_as_cached_keeps_ownership_deletion_and_conditions)
 	sf_obj *kept = sf_obj_project(sf_obj_ref(whole), SF_AWCTL_COMPONENT_FIELDS);
 	cr_assert_lt(kept->len, whole->len, "%s", kept->json);
 	cr_assert_null(strstr(kept->json, "\"spec\""), "%s", kept->json);
-	cr_assert(sf_awc_owned_by(sf_obj_root(kept), "u-aw"));
-	cr_assert_not(sf_awc_owned_by(sf_obj_root(kept), "u-other"));
+	same_ownership(whole, kept, "u-aw", "u-other");
 	cr_assert_str_eq(kept->uid, "u-job");
 	cr_assert(same_labels(whole, kept), "%s", kept->json);
-	const char *same[] = {"status.conditions", "metadata.deletionTimestamp",
-	                      "metadata.ownerReferences"};
+	const char *same[] = {"status.conditions", "metadata.deletionTimestamp"};
 	for (size_t j = 0; j < sizeof(same) / sizeof(same[0]); j++) {
 		sf_jv x = sf_jv_path(sf_obj_root(whole), same[j]);
 		sf_jv y = sf_jv_path(sf_obj_root(kept), same[j]);
