@@ -548,9 +548,9 @@ static const sf_informer_handler node_handler = {node_add, node_update, node_del
  * reason and message), Autopilot's check (sf_awn_pod_affected: the
  * containers' requests and limits, the node), the indexes (the
  * AppWrapper label, which is also the work queue's key, and the only
- * label kept; owner: of each owner reference only its uid and whether it
- * is the controller, all sf_awc_owned_by and the controller index read;
- * node) and the object's identity. */
+ * label kept; node), ownership (of each owner reference only its uid and
+ * whether it is the controller, all sf_awc_owned_by reads) and the
+ * object's identity. */
 const char *const SF_AWCTL_POD_FIELDS[] = {
     "metadata.name",
     "metadata.namespace",
@@ -570,11 +570,10 @@ const char *const SF_AWCTL_POD_FIELDS[] = {
     NULL,
 };
 
-/* Components: ownership (sf_awc_owned_by and the owner index: of each
- * owner reference its uid and whether it is the controller), deletion,
- * the conditions their kind reports (Failed, Complete, Completed,
- * Succeeded), the AppWrapper label (the index and the queue key; no
- * other label is kept) and the identity. A component's spec and its
+/* Components: ownership (sf_awc_owned_by: of each owner reference its uid
+ * and whether it is the controller), deletion, the conditions their kind
+ * reports (Failed, Complete, Completed, Succeeded), the AppWrapper label
+ * (the work queue's key; no other label is kept) and the identity. A component's spec and its
  * owner's kind and name are never read from the cache (adoption and
  * identity checks, and the message naming another controller, read the
  * object live). */
@@ -620,8 +619,10 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	o.reflector.fault_event_delay_max_ms = selector ? c->fault_delay_ms : 0;
 	o.reflector.fault_stall_after_ms = selector ? 0 : c->fault_stall_ms;
 	o.reflector.progress_timeout_ms = c->fault_progress_ms;
-	o.label_indexes = selector ? label_idx : NULL;
-	o.controller_index = selector != NULL;
+	/* the pods' AppWrapper label index is read (the pods of an AppWrapper);
+	 * no index is kept that nothing reads: each costs a node, a bucket and
+	 * a table slot per object (about 160 bytes per pod or Job) */
+	o.label_indexes = gvr == &SF_GVR_PODS ? label_idx : NULL;
 	return sf_informer_new(c->loop, c->client, &o, out);
 }
 
@@ -1812,12 +1813,11 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    (rc = sf_events_new(loop, client, &eo, &c->events)) < 0)
 		goto fail;
 	sf_queue_shutdown(c->queue, NULL, NULL); /* opened by lead */
-	static const char *const label_idx[] = {SF_AW_LABEL, NULL};
+	/* components are read by name (sf_store_get_ns) and their ownership
+	 * from the object: their caches keep no index */
 	sf_kinds_opts ko = {
 	    .ns = c->ns,
 	    .label_selector = SF_AW_LABEL,
-	    .label_indexes = label_idx,
-	    .controller_index = 1,
 	    .strip_managed_fields = 1,
 	    .transform = project_transform,
 	    .transform_ud = (void *)SF_AWCTL_COMPONENT_FIELDS,
