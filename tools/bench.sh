@@ -21,9 +21,12 @@
 # production; false: the controller's first reconcile sets them.
 # BENCH_APPWRAPPER_SYNCS (default: not passed): the controller's
 # --concurrent-appwrapper-syncs.
-# BENCH_APPWRAPPER_CEILING_LEVELS (default 16,64,256; "" skips it) and
-# BENCH_APPWRAPPER_CEILING_OBJECTS (default 500): the raw ceiling part after
-# the sizes, no controller running (build/bench/awload).
+# BENCH_APPWRAPPER_CEILING_LEVELS (default 16,64,256,500; "" skips it),
+# BENCH_APPWRAPPER_CEILING_OBJECTS (default 500) and
+# BENCH_APPWRAPPER_CEILING_WATCH (default 3,2,2: watches of AppWrappers,
+# Jobs and pods the loader keeps open, as the runs' two replicas and
+# driver do; "" none): the raw ceiling part after the sizes, no controller
+# running (build/bench/awload).
 # BENCH_APPWRAPPER_QPS (default 50): the controller's client-side rate limits
 # for the appwrapper part, comma-separated, each Q (burst 2*Q) or Q/B, e.g.
 # 50,200,500/1000; every size runs once per limit, a size's runs one after
@@ -191,8 +194,9 @@ bench_appwrapper() {
 		--sizes "$sizes" --qps "$qps" --logdir "$out" --out "$res" \
 		--admission "${BENCH_APPWRAPPER_ADMISSION:-true}" --syncs "${BENCH_APPWRAPPER_SYNCS:-0}" \
 		--awload "$here/$O/bench/awload" \
-		--ceiling-levels "${BENCH_APPWRAPPER_CEILING_LEVELS-16,64,256}" \
-		--ceiling-objects "${BENCH_APPWRAPPER_CEILING_OBJECTS:-500}"
+		--ceiling-levels "${BENCH_APPWRAPPER_CEILING_LEVELS-16,64,256,500}" \
+		--ceiling-objects "${BENCH_APPWRAPPER_CEILING_OBJECTS:-500}" \
+		--ceiling-watch "${BENCH_APPWRAPPER_CEILING_WATCH-3,2,2}"
 	python3 "$here/tools/bench_appwrapper.py" report "$res" "$out/appwrapper.md"
 }
 
