@@ -573,10 +573,10 @@ const char *const SF_AWCTL_POD_FIELDS[] = {
 /* Components: ownership (sf_awc_owned_by: of each owner reference its uid
  * and whether it is the controller), deletion, the conditions their kind
  * reports (Failed, Complete, Completed, Succeeded), the AppWrapper label
- * (the work queue's key; no other label is kept) and the identity. A component's spec and its
- * owner's kind and name are never read from the cache (adoption and
- * identity checks, and the message naming another controller, read the
- * object live). */
+ * (the work queue's key; no other label is kept) and the identity. A
+ * component's spec and its owner's kind and name are never read from the
+ * cache (adoption and identity checks, and the message naming another
+ * controller, read the object live). */
 const char *const SF_AWCTL_COMPONENT_FIELDS[] = {
     "metadata.name",
     "metadata.namespace",

@@ -1020,15 +1020,10 @@ static int wait_leader(const char *name, const char *const *ids, int n, const ch
  * leaves one whose answer nobody read). Asserts that none was created
  * twice and that each has a create the server took (201, or one whose
  * answer was lost: its Job then shows up by UID in assert_undisturbed). */
-typedef struct job_creates {
-	int ok[64];
-	int other[64];
-	char others[1024];
-} job_creates;
-
-static void audit_job_creates(int n, job_creates *jc)
+static void audit_job_creates(int n)
 {
-	memset(jc, 0, sizeof(*jc));
+	int ok[64] = {0}, other[64] = {0};
+	char others[1024] = "";
 	cr_assert_leq(n, 64);
 	const char *path = tl_env("STEADFAST_AUDIT_LOG");
 	FILE *f = fopen(path, "r");
@@ -1052,21 +1047,21 @@ static void audit_job_creates(int n, job_creates *jc)
 		sf_jv_int64(sf_jv_path(e, "responseStatus.code"), &code);
 		int complete = sf_jv_streq(sf_jv_get(e, "stage"), "ResponseComplete");
 		if (complete && code == 201) {
-			jc->ok[idx]++;
+			ok[idx]++;
 			continue;
 		}
-		jc->other[idx]++;
-		size_t at = strlen(jc->others);
-		snprintf(jc->others + at, sizeof(jc->others) - at, " %s:%s/%lld", nm,
+		other[idx]++;
+		size_t at = strlen(others);
+		snprintf(others + at, sizeof(others) - at, " %s:%s/%lld", nm,
 		         complete ? "complete" : "started", (long long)code);
 	}
 	free(line);
 	fclose(f);
 	for (int i = 0; i < n; i++) {
-		cr_assert_leq(jc->ok[i], 1, "aw%d: its Job was created %d times (201)", i, jc->ok[i]);
-		cr_assert(jc->ok[i] == 1 || jc->other[i] > 0,
+		cr_assert_leq(ok[i], 1, "aw%d: its Job was created %d times (201)", i, ok[i]);
+		cr_assert(ok[i] == 1 || other[i] > 0,
 		          "aw%d: no create of its Job in the audit log (other creates:%s)", i,
-		          jc->others[0] ? jc->others : " none");
+		          others[0] ? others : " none");
 	}
 }
 
@@ -1157,8 +1152,7 @@ Test(kueue, g_leader_killed_while_kueue_admits_twenty)
 		wait_wl_cond(name, "Finished", "True", 30000);
 	}
 	assert_undisturbed(20);
-	job_creates jc;
-	audit_job_creates(20, &jc);
+	audit_job_creates(20);
 	wait_cq_empty(30000);
 }
 
