@@ -1054,9 +1054,11 @@ def run_size(args, kube, n, runid, lim, who):
     # each from its first request to its end), and the cores in use then
     working = [(wall_create, walls["suspended"]), (wall_admit, walls["running"]),
                (wall_delete, walls["gone"])]
-    res["writes_in_working_time"] = writes_in(ev, working)
     res["writes_by_phase"] = {p: writes_in(ev, [w]) for p, w in zip(("create", "admit",
                                                                       "delete"), working)}
+    res["writes_in_working_time"] = dict(sorted(sum(
+        (collections.Counter(c) for c in res["writes_by_phase"].values()),
+        collections.Counter()).items()))
     res["cores_by_phase"] = {p: cpu_between(cpus[p + "_start"], cpus[m]) for p, m in
                              (("create", "suspended"), ("admit", "running"),
                               ("delete", "gone"))}
@@ -1290,6 +1292,11 @@ def all_writes_per_lifecycle(r):
     return sum(r["writes_in_working_time"].values()) / r["size"]
 
 
+def all_writes_rate(r):
+    """Every client's writes/s at the API server over the working time."""
+    return sum(r["writes_in_working_time"].values()) / lifecycle_s(r)
+
+
 def efficiency(r, ceil):
     """(lifecycles/s x requests per lifecycle) / the ceiling, with the
     requests a lifecycle costs the API server: every client's writes in the
@@ -1299,8 +1306,7 @@ def efficiency(r, ceil):
     every client's writes when the loader plays the same lifecycles with no
     controller running. 1.0: the API server takes writes as fast as it can
     while the controller works."""
-    return (sum(r["writes_in_working_time"].values()) / lifecycle_s(r)
-            / ceil["best_all_writes_rps"])
+    return all_writes_rate(r) / ceil["best_all_writes_rps"]
 
 
 def full_fanout(ceil):
@@ -1314,8 +1320,7 @@ def full_fanout(ceil):
 def efficiency_full_fanout(r, ceil):
     """efficiency() against full_fanout(ceil): the ceiling at the same
     watch fan-out as the runs."""
-    return (sum(r["writes_in_working_time"].values()) / lifecycle_s(r)
-            / full_fanout(ceil)["all_writes_rps_sustained"])
+    return all_writes_rate(r) / full_fanout(ceil)["all_writes_rps_sustained"]
 
 
 def efficiency_lifecycle_mix(r, ceil):
@@ -1446,7 +1451,7 @@ def ceiling_text(ceil, res):
             rate = (writes_of(r) + user_writes(r)) / lifecycle_s(r)
             q = limit_of(r)[0]
             cores = r.get("cores_by_phase", {}).get("admit", {})
-            allw = sum(r["writes_in_working_time"].values()) / lifecycle_s(r)
+            allw = all_writes_rate(r)
             sent = (f"- {r['size']} at {q} qps: efficiency {efficiency(r, ceil):.2f} "
                     f"({allw:.0f} writes/s of {ceil['best_all_writes_rps']:.0f}; the "
                     f"controller's and the user's {rate:.0f} requests/s). ")
@@ -1769,7 +1774,7 @@ the queue while they land.
                    f"{r['writes_in_working_time'].get(k, 0) / r['size']:.2f}"
                    for k in ("controller", "user", "kube-controller-manager")))
     doc += row("the API server's writes/s over the working time (lifecycles/s x those)",
-               lambda r: f"{sum(r['writes_in_working_time'].values()) / lifecycle_s(r):.1f}")
+               lambda r: f"{all_writes_rate(r):.1f}")
     if ceil and ceil.get("best_all_writes_rps"):
         doc += row(f"**efficiency: the API server's writes/s / ceiling "
                    f"({ceil['best_all_writes_rps']:.0f} writes/s, every client, below)**",
