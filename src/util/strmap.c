@@ -2,8 +2,13 @@
  * strmap.c - string-keyed open-addressing hash map (see strmap.h).
  *
  * The table is a power-of-two array of slots probed linearly. A slot holds
- * the key pointer, the value, the key length and 32 bits of its hash, so a
- * probe compares hash and length before touching the key bytes. Removal
+ * the key pointer and the value (16 bytes); a parallel array holds one tag
+ * byte per slot, 8 bits of the key's hash, so a probe touches the key bytes
+ * only when the tag matches (1 in 256 of the others). The caches keep one
+ * table per kind and index and the leader a few per AppWrapper, at a load
+ * of 3/8 to 3/4: a slot is paid about twice per entry, so its size counts
+ * (it was 24 bytes with the whole hash and length). Rehashing recomputes
+ * the hashes from the keys. Removal
  * leaves a tombstone (live entries never move, which keeps iteration with
  * removal safe); a tombstone directly before an empty slot is turned back
  * into an empty slot so delete-heavy use does not fill the table with them.
@@ -26,13 +31,12 @@
 typedef struct slot {
 	const char *key; /* NULL = empty, TOMB = removed */
 	void *val;
-	uint32_t hash;
-	uint32_t len;
 } slot;
 
 struct sf_strmap {
-	slot *slots;
-	size_t cap; /* power of two, or 0 before the first insert */
+	slot *slots;   /* cap slots, then cap tags, in one allocation */
+	uint8_t *tags; /* of live slots: tag_of(hash of the key) */
+	size_t cap;    /* power of two, or 0 before the first insert */
 	size_t len;
 	size_t tombs;
 	uint64_t seed;
@@ -86,6 +90,17 @@ static uint32_t hash_bytes(uint64_t seed, const char *p, size_t n)
 	return (uint32_t)fmix64(h);
 }
 
+static inline uint8_t tag_of(uint32_t h)
+{
+	return (uint8_t)(h >> 24); /* the index uses the low bits */
+}
+
+/* Whether the live key k is the len bytes at key (which hold no NUL). */
+static inline int key_is(const char *k, const char *key, size_t len)
+{
+	return strncmp(k, key, len) == 0 && k[len] == '\0';
+}
+
 static size_t cap_for(size_t n)
 {
 	size_t cap = MIN_CAP;
@@ -100,38 +115,45 @@ static slot *lookup(const sf_strmap *m, const char *key, size_t len, uint32_t h)
 	if (!m->cap)
 		return NULL;
 	size_t mask = m->cap - 1;
+	uint8_t t = tag_of(h);
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
 		slot *s = &m->slots[i];
 		if (!s->key)
 			return NULL;
-		if (s->key != TOMB && s->hash == h && s->len == len &&
-		    memcmp(s->key, key, len) == 0)
+		if (s->key != TOMB && m->tags[i] == t && key_is(s->key, key, len))
 			return s;
 	}
 }
 
-/* First empty or tombstone slot for hash h (the table is never full). */
-static slot *free_slot(slot *slots, size_t cap, uint32_t h)
+/* Index of the first empty or tombstone slot for hash h (the table is
+ * never full). */
+static size_t free_slot(const slot *slots, size_t cap, uint32_t h)
 {
 	size_t mask = cap - 1;
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
 		if (!slot_live(&slots[i]))
-			return &slots[i];
+			return i;
 	}
 }
 
 static int rehash(sf_strmap *m, size_t cap)
 {
-	slot *slots = calloc(cap, sizeof(*slots));
+	slot *slots = calloc(cap, sizeof(*slots) + 1);
 	if (!slots)
 		return -ENOMEM;
+	uint8_t *tags = (uint8_t *)(slots + cap);
 	for (size_t i = 0; i < m->cap; i++) {
 		slot *s = &m->slots[i];
-		if (slot_live(s))
-			*free_slot(slots, cap, s->hash) = *s;
+		if (slot_live(s)) {
+			uint32_t h = hash_bytes(m->seed, s->key, strlen(s->key));
+			size_t j = free_slot(slots, cap, h);
+			slots[j] = *s;
+			tags[j] = tag_of(h);
+		}
 	}
 	free(m->slots);
 	m->slots = slots;
+	m->tags = tags;
 	m->cap = cap;
 	m->tombs = 0;
 	return 0;
@@ -190,7 +212,7 @@ size_t sf_strmap_len(const sf_strmap *m)
 
 size_t sf_strmap_table_bytes(const sf_strmap *m)
 {
-	return sizeof(*m) + m->cap * sizeof(slot);
+	return sizeof(*m) + m->cap * (sizeof(slot) + 1);
 }
 
 int sf_strmap_reserve(sf_strmap *m, size_t n)
@@ -237,20 +259,20 @@ int sf_strmap_put(sf_strmap *m, const char *key, void *val, void **old)
 		memcpy(copy, key, len + 1);
 		k = copy;
 	}
-	s = free_slot(m->slots, m->cap, h);
+	size_t i = free_slot(m->slots, m->cap, h);
+	s = &m->slots[i];
 	if (s->key == TOMB)
 		m->tombs--;
 	s->key = k;
 	s->val = val;
-	s->hash = h;
-	s->len = (uint32_t)len;
+	m->tags[i] = tag_of(h);
 	m->len++;
 	return 1;
 }
 
 void *sf_strmap_getn(const sf_strmap *m, const char *key, size_t len)
 {
-	if (len > UINT32_MAX || !m->len)
+	if (len > UINT32_MAX || !m->len || memchr(key, '\0', len))
 		return NULL;
 	slot *s = lookup(m, key, len, hash_bytes(m->seed, key, len));
 	return s ? s->val : NULL;

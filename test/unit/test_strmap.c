@@ -1,9 +1,11 @@
 /*
  * test_strmap.c - string hash map: basic operations, 100k keys, tombstone
- * churn and rehashing, iteration (with removal), borrowed keys.
+ * churn and rehashing, iteration (with removal), borrowed keys, what a
+ * table costs the heap.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,4 +305,31 @@ Test(strmap, free_values)
 	sf_strmap_free(m, count_free);
 	cr_assert_eq(freed_count, 300);
 	sf_strmap_free(NULL, NULL);
+}
+
+/* A table's slots are paid about twice per entry (the load is 3/8 to 3/4),
+ * for every cache and for each of the leader's per-AppWrapper maps: 4,000
+ * borrowed keys (a table of 8,192 slots) cost the heap at most 36 bytes a
+ * key (24-byte slots, the whole hash and the length in each, took 49), and
+ * sf_strmap_table_bytes says what the heap pays. */
+Test(strmap, a_slot_is_sixteen_bytes_and_a_tag)
+{
+	enum { N = 4000 };
+	static char keys[N][32];
+	for (size_t i = 0; i < N; i++)
+		key_of(keys[i], sizeof(keys[i]), i);
+	struct mallinfo2 m0 = mallinfo2();
+	sf_strmap *m = new_map(SF_STRMAP_BORROW_KEYS, 0);
+	for (size_t i = 0; i < N; i++)
+		cr_assert_eq(sf_strmap_put(m, keys[i], keys[i], NULL), 1);
+	struct mallinfo2 m1 = mallinfo2();
+	size_t heap = (m1.uordblks + m1.hblkhd) - (m0.uordblks + m0.hblkhd);
+	cr_assert_leq(heap, (size_t)N * 36, "%zu bytes for %d keys (%.1f a key)", heap, N,
+	              (double)heap / N);
+	size_t acct = sf_strmap_table_bytes(m);
+	cr_assert_leq(acct, heap, "accounted %zu > the heap's growth %zu", acct, heap);
+	cr_assert_geq(acct + 4096, heap, "accounted %zu, the heap grew by %zu", acct, heap);
+	for (size_t i = 0; i < N; i++)
+		cr_assert_eq(sf_strmap_get(m, keys[i]), keys[i]);
+	sf_strmap_free(m, NULL);
 }
