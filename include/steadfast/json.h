@@ -122,8 +122,8 @@ typedef struct sf_obj {
 	const char *ns;
 	const char *name;
 	const char *uid;
-	const char *rv;   /* resourceVersion */
-	const char *json; /* minified, NUL-terminated */
+	const char *rv; /* resourceVersion */
+	char json[];    /* minified, NUL-terminated; never written once made */
 } sf_obj;
 
 /* Copies already minified JSON (from sf_json_minify or a stream decoder)

@@ -12,6 +12,7 @@
 #include "steadfast/kinds.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +49,12 @@ struct sf_kind {
 	int64_t unused_ms; /* mono, when users fell to 0 */
 };
 
+/* One allocation per owner: its kinds, then its key, which the owners map
+ * borrows (one AppWrapper's worth of leader memory, so kept small). */
 typedef struct owner {
+	const char *key; /* points after k[] */
 	size_t n;
-	sf_kind **k;
+	sf_kind *k[];
 } owner;
 
 /* An informer being stopped; freed with itself in its callback. */
@@ -345,25 +349,21 @@ static void unuse(sf_kind *k)
 		k->unused_ms = mono_ms();
 }
 
-static void owner_free(void *v)
-{
-	owner *o = v;
-	if (o)
-		free(o->k);
-	free(o);
-}
-
 int sf_kinds_track(sf_kinds *ks, const char *owner_key, const char *const *pairs, size_t n)
 {
-	owner *o = calloc(1, sizeof(*o));
-	if (!o || (n && !(o->k = calloc(n, sizeof(*o->k))))) {
-		owner_free(o);
+	size_t kl = strlen(owner_key);
+	if (n > (SIZE_MAX - sizeof(owner) - kl - 1) / sizeof(sf_kind *))
 		return -ENOMEM;
-	}
+	owner *o = calloc(1, sizeof(*o) + n * sizeof(sf_kind *) + kl + 1);
+	if (!o)
+		return -ENOMEM;
+	char *key = (char *)&o->k[n];
+	memcpy(key, owner_key, kl + 1);
+	o->key = key;
 	for (size_t i = 0; i < n; i++) {
 		sf_kind *k = entry(ks, pairs[2 * i], pairs[2 * i + 1]);
 		if (!k) {
-			owner_free(o);
+			free(o);
 			return -ENOMEM;
 		}
 		int dup = 0;
@@ -381,7 +381,7 @@ int sf_kinds_track(sf_kinds *ks, const char *owner_key, const char *const *pairs
 			for (size_t j = 0; j < cur->n; j++)
 				same += o->k[i] == cur->k[j];
 		if (same == o->n) {
-			owner_free(o);
+			free(o);
 			return 0;
 		}
 	}
@@ -390,17 +390,17 @@ int sf_kinds_track(sf_kinds *ks, const char *owner_key, const char *const *pairs
 	for (size_t i = 0; i < o->n; i++)
 		use(o->k[i]);
 	void *old = NULL;
-	if (sf_strmap_put(ks->owners, owner_key, o, &old) < 0) {
+	if (sf_strmap_put(ks->owners, o->key, o, &old) < 0) {
 		for (size_t i = 0; i < o->n; i++)
 			unuse(o->k[i]);
-		owner_free(o);
+		free(o);
 		return -ENOMEM;
 	}
 	owner *prev = old;
 	if (prev)
 		for (size_t i = 0; i < prev->n; i++)
 			unuse(prev->k[i]);
-	owner_free(prev);
+	free(prev);
 	return 0;
 }
 
@@ -412,7 +412,7 @@ void sf_kinds_untrack(sf_kinds *ks, const char *owner_key)
 	owner *o = v;
 	for (size_t i = 0; i < o->n; i++)
 		unuse(o->k[i]);
-	owner_free(o);
+	free(o);
 }
 
 void sf_kinds_each_owner(const sf_kinds *ks, const sf_kind *k,
@@ -539,7 +539,7 @@ int sf_kinds_new(uv_loop_t *loop, sf_kube_client *client, const sf_kinds_opts *o
 	size_t nl = 0;
 	while (o->label_indexes && o->label_indexes[nl])
 		nl++;
-	int bad = sf_strmap_new(0, 64, &ks->owners) < 0 ||
+	int bad = sf_strmap_new(SF_STRMAP_BORROW_KEYS, 64, &ks->owners) < 0 ||
 	          (o->ns && o->ns[0] && !(ks->ns = strdup(o->ns))) ||
 	          (o->label_selector && !(ks->selector = strdup(o->label_selector))) ||
 	          !(ks->label_indexes = calloc(nl + 1, sizeof(char *)));
@@ -607,7 +607,7 @@ void sf_kinds_free(sf_kinds *ks)
 		free(k->resource);
 		free(k);
 	}
-	sf_strmap_free(ks->owners, owner_free);
+	sf_strmap_free(ks->owners, free);
 	for (size_t i = 0; ks->label_indexes && ks->label_indexes[i]; i++)
 		free(ks->label_indexes[i]);
 	free(ks->label_indexes);

@@ -155,7 +155,7 @@ enum {
 	IT_PROCESSING = 2,
 };
 
-#define NO_HEAP SIZE_MAX
+#define NO_HEAP UINT32_MAX
 
 typedef struct qitem {
 	struct qitem *next;     /* ready FIFO */
@@ -165,8 +165,8 @@ typedef struct qitem {
 	uint64_t ready_ns; /* when DIRTY was last set (queue duration) */
 	uint64_t due_ns;   /* delay deadline while in the heap */
 	uint64_t seq;      /* heap tie-break: earlier add_after first */
-	size_t heap_idx;   /* NO_HEAP when not delayed */
-	unsigned flags;
+	uint32_t heap_idx; /* NO_HEAP when not delayed */
+	unsigned flags;    /* (one item per AppWrapper: kept to 64 bytes and its key) */
 	char key[];
 } qitem;
 
@@ -345,7 +345,7 @@ static int heap_less(const qitem *a, const qitem *b)
 static void heap_set(sf_queue *q, size_t i, qitem *it)
 {
 	q->heap[i] = it;
-	it->heap_idx = i;
+	it->heap_idx = (uint32_t)i; /* heap_push keeps i below NO_HEAP */
 }
 
 static void heap_up(sf_queue *q, size_t i)
@@ -380,6 +380,8 @@ static void heap_down(sf_queue *q, size_t i)
 
 static int heap_push(sf_queue *q, qitem *it)
 {
+	if (q->heap_len >= NO_HEAP)
+		return -ENOMEM;
 	if (q->heap_len == q->heap_cap) {
 		size_t cap = q->heap_cap ? q->heap_cap * 2 : 16;
 		qitem **h = realloc(q->heap, cap * sizeof(*h));

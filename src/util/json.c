@@ -706,10 +706,9 @@ sf_obj *sf_obj_new(const char *minified, size_t len)
 	if (!mem)
 		return NULL;
 	sf_obj *o = (sf_obj *)(void *)mem;
-	char *w = mem + sizeof(sf_obj);
+	char *w = o->json;
 	memcpy(w, p, n);
 	w[n] = '\0';
-	o->json = w;
 	o->len = (uint32_t)n;
 	o->refs = 1;
 	w += n + 1;
