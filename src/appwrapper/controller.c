@@ -53,17 +53,26 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 #define NOT_READY_RETRY_MS 200
 #define KIND_SYNC_WAIT_MS 10000
 
-/* ---- per AppWrapper memory (this term only) ---- */
+/* ---- per AppWrapper memory (this term only) ----
+ *
+ * Every AppWrapper the leader has seen keeps one of these, so it is kept
+ * small: the uids a component record remembers are allocated only while
+ * they matter (a create not yet seen, a delete not yet gone), and the
+ * record's key and uid live in its own allocation. What is remembered is
+ * an optimisation, never evidence: when a uid cannot be allocated it is
+ * simply not remembered, and an absent component is still read live
+ * before anything is concluded from its absence. */
 
 typedef struct comp_mem {
 	sf_awp_create_outcome create;
+	sf_awp_live live;
 	char *create_msg;     /* owned; NULL = none */
-	char expect_uid[64];  /* a create of ours not yet seen in the cache */
+	char *expect_uid;     /* a create of ours not yet seen in the cache
+	                       * (owned; NULL = none) */
 	int64_t expect_ms;    /* mono */
 	int64_t confirmed_ms; /* wall */
-	sf_awp_live live;
+	char *deleted_uid;    /* the object we asked to delete (owned; NULL) */
 	int delete_gone;
-	char deleted_uid[64]; /* the object we asked to delete */
 	/* deleted_uid was the cache's copy: once the cache holds nothing by
 	 * that name, its informer saw the object go (a DELETED event or a
 	 * relist without it), so no live read is needed to know it is gone */
@@ -71,7 +80,7 @@ typedef struct comp_mem {
 } comp_mem;
 
 typedef struct aw_mem {
-	char uid[64];
+	const char *uid; /* points into strs, after the key the map borrows */
 	char written_rv[32];
 	size_t n;
 	comp_mem *comp;
@@ -82,6 +91,7 @@ typedef struct aw_mem {
 	/* the nodes the last live node reads (SF_AWP_ACT_VERIFY_NODES)
 	 * confirmed NoExecute for a pod there, for the next step only; owned */
 	sf_awp_nodes *noexec_live;
+	char strs[]; /* key, then uid, NUL-terminated */
 } aw_mem;
 
 /* ---- requests in flight ---- */
@@ -184,12 +194,29 @@ static int64_t wall_ms(void)
 
 /* ---- memory ---- */
 
+/* Sets *dst to a copy of uid ("" or NULL: none), or to none when the copy
+ * cannot be made (see above: what is remembered is never evidence). */
+static void uid_set(char **dst, const char *uid)
+{
+	free(*dst);
+	*dst = uid && *uid ? strdup(uid) : NULL;
+}
+
+/* Whether mine (NULL: none) is uid. */
+static int uid_is(const char *mine, const char *uid)
+{
+	return mine && uid && strcmp(mine, uid) == 0;
+}
+
 static void mem_free(void *v)
 {
 	aw_mem *m = v;
 	if (m) {
-		for (size_t i = 0; i < m->n; i++)
+		for (size_t i = 0; i < m->n; i++) {
 			free(m->comp[i].create_msg);
+			free(m->comp[i].expect_uid);
+			free(m->comp[i].deleted_uid);
+		}
 		free(m->comp);
 		free(m->noexec_live);
 		free(m->live_pods);
@@ -207,12 +234,17 @@ static aw_mem *mem_get(sf_awctl *c, const char *key, const sf_obj *aw, size_t nc
 		m = NULL;
 	}
 	if (!m) {
-		m = calloc(1, sizeof(*m));
-		if (!m || sf_strmap_put(c->mem, key, m, NULL) < 0) {
+		size_t kl = strlen(key), ul = strlen(aw->uid);
+		m = calloc(1, sizeof(*m) + kl + ul + 2);
+		if (!m)
+			return NULL;
+		memcpy(m->strs, key, kl + 1);
+		memcpy(m->strs + kl + 1, aw->uid, ul + 1);
+		m->uid = m->strs + kl + 1;
+		if (sf_strmap_put(c->mem, m->strs, m, NULL) < 0) {
 			free(m);
 			return NULL;
 		}
-		snprintf(m->uid, sizeof(m->uid), "%s", aw->uid);
 	}
 	if (m->n < ncomp) {
 		comp_mem *nc = realloc(m->comp, ncomp * sizeof(*nc));
@@ -608,10 +640,13 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	o.reflector.ns = c->ns;
 	o.reflector.label_selector = selector;
 	o.reflector.name = name;
-	o.reflector.strip_managed_fields = 1;
+	/* a projection keeps only the fields it lists, managedFields never
+	 * among them: stripping first would only copy each object once more */
 	if (gvr == &SF_GVR_PODS) {
 		o.reflector.transform = project_transform;
 		o.reflector.transform_ud = (void *)SF_AWCTL_POD_FIELDS;
+	} else {
+		o.reflector.strip_managed_fields = 1;
 	}
 	/* the lag is injected where it can mislead: components and pods (a
 	 * lagging AppWrapper watch only delays, since the controller waits for
@@ -754,6 +789,19 @@ static void set_create(op *o, size_t i, sf_awp_create_outcome oc, const char *ms
 	o->results++;
 }
 
+/* The component exists as ours (created or adopted) with this uid: until
+ * the cache shows it, it is pending rather than absent. */
+static void comp_made(comp_mem *cm, const char *uid)
+{
+	uid_set(&cm->expect_uid, uid);
+	cm->expect_ms = mono_ms();
+	cm->confirmed_ms = wall_ms();
+	cm->delete_gone = 0;
+	cm->live = SF_AWP_LIVE_NONE;
+	uid_set(&cm->deleted_uid, NULL);
+	cm->deleted_cached = 0;
+}
+
 static void adopt_get_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
@@ -766,17 +814,8 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 		sf_jv obj = sf_obj_root(res->obj);
 		if (sf_awc_owned_by(obj, o->aw->uid)) {
 			aw_mem *m = op_mem(o);
-			if (m && r->idx < m->n) {
-				comp_mem *cm = &m->comp[r->idx];
-				snprintf(cm->expect_uid, sizeof(cm->expect_uid), "%s",
-				         res->obj->uid);
-				cm->expect_ms = mono_ms();
-				cm->confirmed_ms = wall_ms();
-				cm->delete_gone = 0;
-				cm->live = SF_AWP_LIVE_NONE;
-				cm->deleted_uid[0] = 0;
-				cm->deleted_cached = 0;
-			}
+			if (m && r->idx < m->n)
+				comp_made(&m->comp[r->idx], res->obj->uid);
 			o->c->st.adopted++;
 			sf_log_info(LOGGER, "component already exists and is ours: adopted",
 			            "namespace", o->aw->ns, "name", o->aw->name, "component",
@@ -828,17 +867,8 @@ static void create_done(req *r, const sf_kube_result *res)
 	}
 	if (sf_kube_ok(res)) {
 		aw_mem *m = op_mem(o);
-		if (m && r->idx < m->n) {
-			comp_mem *cm = &m->comp[r->idx];
-			snprintf(cm->expect_uid, sizeof(cm->expect_uid), "%s",
-			         res->obj ? res->obj->uid : "");
-			cm->expect_ms = mono_ms();
-			cm->confirmed_ms = wall_ms();
-			cm->delete_gone = 0;
-			cm->live = SF_AWP_LIVE_NONE;
-			cm->deleted_uid[0] = 0;
-			cm->deleted_cached = 0;
-		}
+		if (m && r->idx < m->n)
+			comp_made(&m->comp[r->idx], res->obj ? res->obj->uid : NULL);
 		c->st.creates++;
 		sf_log_info(LOGGER, "component created", "namespace", o->aw->ns, "name",
 		            o->aw->name, "kind", sf_kind_name(r->k), "component", r->name, NULL);
@@ -932,7 +962,7 @@ static void verify_done(req *r, const sf_kube_result *res)
 			sf_jv obj = sf_obj_root(res->obj);
 			int deleting = sf_jv_ok(sf_jv_path(obj, "metadata.deletionTimestamp"));
 			if (!sf_awc_owned_by(obj, o->aw->uid) ||
-			    (deleting && strcmp(cm->deleted_uid, res->obj->uid) != 0)) {
+			    (deleting && !uid_is(cm->deleted_uid, res->obj->uid))) {
 				cm->live = SF_AWP_LIVE_MISSING;
 				sf_log_info(LOGGER,
 				            "component replaced or being deleted by someone else",
@@ -993,7 +1023,7 @@ static void delete_done(req *r, const sf_kube_result *res)
 	if (m && r->idx < m->n) {
 		comp_mem *cm = &m->comp[r->idx];
 		if (sf_kube_ok(res)) {
-			snprintf(cm->deleted_uid, sizeof(cm->deleted_uid), "%s", r->uid);
+			uid_set(&cm->deleted_uid, r->uid);
 			cm->deleted_cached = r->uid_cached;
 			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
 			o->c->st.deletes++;
@@ -1079,7 +1109,7 @@ static void start_delete(op *o, size_t i, int force)
 	                                                    o->aw->ns, r->name)
 	                                  : NULL;
 	comp_mem *cm = &m->comp[i];
-	if (!cached && sf_kind_ready(k) && cm->deleted_uid[0] && cm->deleted_cached) {
+	if (!cached && sf_kind_ready(k) && cm->deleted_uid && cm->deleted_cached) {
 		/* we deleted the cache's copy and the cache has dropped it:
 		 * gone, without asking the API server again */
 		free(r);
@@ -1596,7 +1626,7 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 			continue;
 		}
 		sf_obj *obj = sf_store_get_ns(sf_informer_store(kinf), o->aw->ns, name);
-		if (obj && cm->deleted_uid[0] && strcmp(obj->uid, cm->deleted_uid) == 0) {
+		if (obj && uid_is(cm->deleted_uid, obj->uid)) {
 			/* the incarnation we deleted, not yet gone from the cache:
 			 * it must not count as the component */
 			oc->state = SF_AWP_COMP_PRESENT;
@@ -1614,12 +1644,12 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 				cm->live = SF_AWP_LIVE_NONE;
 				oc->live = SF_AWP_LIVE_NONE;
 			}
-			if (strcmp(cm->expect_uid, obj->uid) == 0)
-				cm->expect_uid[0] = 0;
-		} else if (cm->expect_uid[0] && now_mono - cm->expect_ms < c->expect_timeout_ms) {
+			if (uid_is(cm->expect_uid, obj->uid))
+				uid_set(&cm->expect_uid, NULL);
+		} else if (cm->expect_uid && now_mono - cm->expect_ms < c->expect_timeout_ms) {
 			oc->state = SF_AWP_COMP_PENDING;
 		} else {
-			cm->expect_uid[0] = 0;
+			uid_set(&cm->expect_uid, NULL);
 			oc->state = SF_AWP_COMP_ABSENT;
 		}
 		oc->confirmed_ms = cm->confirmed_ms;
@@ -1807,7 +1837,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	};
 	sf_events_opts eo = {.component = "appwrapper-controller",
 	                     .instance = opts ? opts->identity : NULL};
-	if ((rc = sf_strmap_new(0, 64, &c->mem)) < 0 ||
+	if ((rc = sf_strmap_new(SF_STRMAP_BORROW_KEYS, 64, &c->mem)) < 0 ||
 	    (rc = sf_strmap_new(0, 8, &c->phase_counts)) < 0 ||
 	    (rc = sf_queue_new(loop, &q, &c->queue)) < 0 ||
 	    (rc = sf_events_new(loop, client, &eo, &c->events)) < 0)
@@ -1818,8 +1848,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	sf_kinds_opts ko = {
 	    .ns = c->ns,
 	    .label_selector = SF_AW_LABEL,
-	    .strip_managed_fields = 1,
-	    .transform = project_transform,
+	    .transform = project_transform, /* (managedFields goes with it) */
 	    .transform_ud = (void *)SF_AWCTL_COMPONENT_FIELDS,
 	    .fault_event_delay_max_ms = c->fault_delay_ms,
 	    .handler = &labelled_handler,
@@ -1838,7 +1867,6 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 		sf_informer_opts no = {0};
 		no.reflector.gvr = &GVR_NODES;
 		no.reflector.name = "nodes";
-		no.reflector.strip_managed_fields = 1;
 		no.reflector.transform = project_transform;
 		no.reflector.transform_ud = (void *)SF_AWN_FIELDS;
 		no.reflector.progress_timeout_ms = c->fault_progress_ms;

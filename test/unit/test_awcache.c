@@ -183,3 +183,25 @@ Test(awcache, a_component_as_cached_keeps_ownership_deletion_and_conditions)
 	sf_obj_unref(whole);
 	sf_obj_unref(kept);
 }
+
+/* The pod and component caches do not strip managedFields before they
+ * project (it would copy every object once more): the projections must
+ * drop it themselves. */
+Test(awcache, projections_drop_managed_fields)
+{
+	static const char pod[] =
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":"
+	    "\"team\",\"uid\":\"u-p\",\"resourceVersion\":\"9\",\"labels\":{"
+	    "\"workload.codeflare.dev/appwrapper\":\"aw\"},\"managedFields\":[{\"manager\":"
+	    "\"kube-controller-manager\",\"operation\":\"Update\",\"fieldsType\":\"FieldsV1\","
+	    "\"fieldsV1\":{\"f:metadata\":{\"f:labels\":{}}}}]},\"status\":{\"phase\":"
+	    "\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\"}]}}";
+	const char *const *fields[] = {SF_AWCTL_POD_FIELDS, SF_AWCTL_COMPONENT_FIELDS};
+	for (size_t i = 0; i < 2; i++) {
+		sf_obj *kept = sf_obj_project(obj(pod), fields[i]);
+		cr_assert_null(strstr(kept->json, "managedFields"), "%s", kept->json);
+		cr_assert_null(strstr(kept->json, "fieldsV1"), "%s", kept->json);
+		cr_assert_str_eq(kept->uid, "u-p");
+		sf_obj_unref(kept);
+	}
+}
