@@ -25,8 +25,10 @@
 # BENCH_APPWRAPPER_CEILING_OBJECTS (default 500) and
 # BENCH_APPWRAPPER_CEILING_WATCH (default 3,2,2: watches of AppWrappers,
 # Jobs and pods the loader keeps open, as the runs' two replicas and
-# driver do; "" none): the raw ceiling part after the sizes, no controller
-# running (build/bench/awload).
+# driver do; "" none): the raw ceiling part, no controller running
+# (build/bench/awload), after each size (BENCH_APPWRAPPER_CEILING_AFTER=each,
+# the default: each size against a ceiling measured right after it) or once
+# after the largest (last).
 # BENCH_APPWRAPPER_QPS (default 50): the controller's client-side rate limits
 # for the appwrapper part, comma-separated, each Q (burst 2*Q) or Q/B, e.g.
 # 50,200,500/1000; every size runs once per limit, a size's runs one after
@@ -196,7 +198,8 @@ bench_appwrapper() {
 		--awload "$here/$O/bench/awload" \
 		--ceiling-levels "${BENCH_APPWRAPPER_CEILING_LEVELS-16,64,256,500}" \
 		--ceiling-objects "${BENCH_APPWRAPPER_CEILING_OBJECTS:-500}" \
-		--ceiling-watch "${BENCH_APPWRAPPER_CEILING_WATCH-3,2,2}"
+		--ceiling-watch "${BENCH_APPWRAPPER_CEILING_WATCH-3,2,2}" \
+		--ceiling-after "${BENCH_APPWRAPPER_CEILING_AFTER:-each}"
 	python3 "$here/tools/bench_appwrapper.py" report "$res" "$out/appwrapper.md"
 }
 

@@ -6,7 +6,7 @@
                           [--concurrency N] [--logdir DIR] --out FILE
                           [--admission true|false] [--syncs N] [--awload BIN]
                           [--ceiling-levels 16,64,256,500] [--ceiling-objects 500]
-                          [--ceiling-watch 3,2,2]
+                          [--ceiling-watch 3,2,2] [--ceiling-after each|last]
   bench_appwrapper.py report RESULTS.jsonl SECTION.md
 
 run: installs the AppWrapper CRD (manifests/crd) if it is missing and,
@@ -39,9 +39,10 @@ after the other), in a fresh namespace:
      PATCH to the create of its Job (both ResponseComplete stageTimestamps,
      microseconds, same clock).
 
-After the sizes, the ceiling part (no controller running): build/bench/awload
+After each size (--ceiling-after each, the default; "last": once, after the
+largest), the ceiling part (no controller running): build/bench/awload
 --user plays whole lifecycles (the user's create, admit and delete and the
-controller's writes, as the last run measured them) at each in-flight level
+controller's writes, as that size's run measured them) at each in-flight level
 of --ceiling-levels, --ceiling-objects lifecycles per level, with the
 watches of --ceiling-watch open; the report divides each run's rate of
 those requests by the best sustained rate (the efficiency), and counts
@@ -1258,11 +1259,14 @@ def cmd_run(args):
                 out.flush()
                 done.append(r)
                 log(f"[{who}] done in {r['part_s']:.0f} s")
-        if args.ceiling_levels:
-            c = run_ceiling(args, kube, runid, ceiling_mix(done, args.admission))
-            out.write(json.dumps(c) + "\n")
-            out.flush()
-            log(f"[ceiling] done in {c['part_s']:.0f} s")
+            # next to each size (its runs' mix, on the server as it is
+            # then), or once after the largest
+            if args.ceiling_levels and (args.ceiling_after == "each" or n == sizes[-1]):
+                c = run_ceiling(args, kube, runid, ceiling_mix(done, args.admission))
+                c["after_size"] = n
+                out.write(json.dumps(c) + "\n")
+                out.flush()
+                log(f"[ceiling after {n}] done in {c['part_s']:.0f} s")
     log(f"all runs in {mono() - t0:.0f} s")
     return 0
 
@@ -1346,17 +1350,22 @@ def _wrap(text):
     return textwrap.fill(text, 74, break_on_hyphens=False, break_long_words=False)
 
 
-def ceiling_text(ceil, res):
-    """The ceiling part and what bounds each run's efficiency."""
-    if not ceil:
+def ceiling_text(ceils, res, ceil_of):
+    """The ceiling parts and what bounds each run's efficiency: ceils are
+    the run's ceiling parts (one after each size, or one after the
+    largest), ceil_of(r) the one run r is measured against."""
+    if not ceils:
         return ("\nRaw ceiling: not measured in this run (BENCH_APPWRAPPER_CEILING_LEVELS "
                 "empty); no efficiency.\n")
+    ceil = ceils[-1]
+    each = len(ceils) > 1
     mix = ceil["mix"]
+    where = "right after each size" if each else "after the sizes"
     doc = "\n" + _wrap(
-        f"Raw ceiling, in the same run on the same API server after the sizes, with no "
+        f"Raw ceiling, in the same run on the same API server {where}, with no "
         f"controller running: `build/bench/awload --user` (C, the controller's own client: "
         f"HTTP/2, one connection, no client-side rate limit) plays whole lifecycles, the "
-        f"user's requests and the controller's writes ({mix['from']}), one request after the "
+        f"user's requests and the controller's writes ({'as that size measured them' if each else mix['from']}), one request after the "
         f"other per AppWrapper, in the order the controller runs show them: the user's create "
         f"(the admission policies add the finalizer and spec.suspend=true), a status patch "
         f"(Suspended), the user's admit (merge patch spec.suspend=false), two status patches, "
@@ -1376,8 +1385,26 @@ def ceiling_text(ceil, res):
            f"reads their events. " if ceil.get("watch") else "")
         + "Sustained = requests between the 10th and 90th "
         f"percentile of completions over the time between them; every client's writes are "
-        f"counted from the audit log in the same window.") + "\n\n"
-    doc += ("| requests in flight | requests | time | requests/s (whole) | **requests/s "
+        f"counted from the audit log in the same window.") + "\n"
+    for c in ceils:
+        doc += ceiling_levels_text(c, each)
+    doc += "\n" + _wrap(
+        "The machine's 2 cores are shared with other work, so a ceiling is this machine's "
+        "at that time, which is why it is measured in the same run"
+        + (", right after each size" if each else "")
+        + "; the controller runs' efficiencies are against it. Where fewer watch events "
+        "are read at a higher level (the loader starts a watch the server ended again from "
+        "now, so it misses the events in between), the ceiling's watch fan-out there is "
+        "lighter than the runs', and the ceiling, if anything, high for them.") + "\n"
+    if ceil.get("best_all_writes_rps"):
+        doc += efficiency_text(ceils, res, ceil_of)
+    return doc
+
+
+def ceiling_levels_text(ceil, each):
+    """One ceiling part: its levels and its best."""
+    doc = f"\nAfter {ceil['after_size']}:\n" if each and "after_size" in ceil else ""
+    doc += ("\n| requests in flight | requests | time | requests/s (whole) | **requests/s "
             "sustained** | every client's writes/s in that window (kube-controller-manager's) "
             "| mean latency: create / admit / delete (user); status / metadata patch / Job "
             "create / Job delete | cores busy (of 2): machine, kube-apiserver | watch events read "
@@ -1406,71 +1433,81 @@ def ceiling_text(ceil, res):
         f"one core): it is not what bounds the rate"
         + (f"; kube-apiserver used {cpu['kube-apiserver']:.0f} s and etcd {cpu['etcd']:.0f} s "
            f"of CPU over the part" if cpu else "")
-        + f". The part took {ceil.get('part_s', 0):.0f} s with setup and cleanup. The "
-        "machine's 2 cores are shared with other work, so the ceiling is this machine's at "
-        "that time, which is why it is measured in the same run; the controller runs' "
-        "efficiencies are against it. Where fewer watch events are read at a higher level "
-        "(the loader starts a watch the server ended again from now, so it misses the "
-        "events in between), the ceiling's watch fan-out there is lighter than the runs', "
-        "and the ceiling, if anything, high for them.") + "\n"
-    if ceil.get("best_all_writes_rps"):
+        + f". The part took {ceil.get('part_s', 0):.0f} s with setup and cleanup.") + "\n"
+    return doc
+
+
+def efficiency_text(ceils, res, ceil_of):
+    """How the efficiency is computed, and what bounds it per run."""
+    each = len(ceils) > 1
+    if each:
+        against = "the ceiling measured right after that size: " + ", ".join(
+            f"{c['best_all_writes_rps']:.0f} writes/s after {c['after_size']} (at "
+            f"{c.get('best_all_writes_inflight')} in flight)"
+            for c in ceils if c.get("best_all_writes_rps"))
+    else:
+        against = (f"{ceils[-1]['best_all_writes_rps']:.0f} writes/s, at "
+                   f"{ceils[-1].get('best_all_writes_inflight')} in flight")
+    doc = "\n" + _wrap(
+        "Efficiency, per run (the table above): (N / working time) x requests per "
+        "lifecycle / the ceiling, where the working time is create -> all Suspended + "
+        "first admit -> all Running + delete -> all gone (the three phases in which the "
+        "controller has work queued), the requests per lifecycle are what one lifecycle "
+        "costs the API server in writes, every client's in the namespace from the audit "
+        "log (the controller's creates, patches, updates and deletes, lease renewals "
+        "included; the user's create, admit and delete; kube-controller-manager's pods, "
+        "Job status updates and events for the Jobs), and the ceiling is the API "
+        "server's best sustained rate of every client's writes while the loader plays "
+        f"the same lifecycles ({against}). 1.0 would be the API server "
+        "taking writes as fast as it can while the controller works, so that nothing "
+        "the controller could do would get lifecycles through faster; the goal is 0.8 "
+        "or more at a client limit that does not bind. kube-controller-manager's writes "
+        "are counted on both sides because they are the same work for the same Jobs: at "
+        "16 and 64 in flight the loader's Jobs live long enough for it to make their "
+        "pods, as in the controller runs; at 256 and 500 they are deleted before it does, "
+        "so the loader alone gets more of its own requests through (the narrower rows "
+        "set the controller's and the user's requests against that rate).") + "\n"
+    over = [r for r in res if efficiency(r, ceil_of(r)) > 1.0]
+    if over:
         doc += "\n" + _wrap(
-            "Efficiency, per run (the table above): (N / working time) x requests per "
-            "lifecycle / the ceiling, where the working time is create -> all Suspended + "
-            "first admit -> all Running + delete -> all gone (the three phases in which the "
-            "controller has work queued), the requests per lifecycle are what one lifecycle "
-            "costs the API server in writes, every client's in the namespace from the audit "
-            "log (the controller's creates, patches, updates and deletes, lease renewals "
-            "included; the user's create, admit and delete; kube-controller-manager's pods, "
-            "Job status updates and events for the Jobs), and the ceiling is the API "
-            "server's best sustained rate of every client's writes while the loader plays "
-            f"the same lifecycles ({ceil['best_all_writes_rps']:.0f} writes/s, at "
-            f"{ceil.get('best_all_writes_inflight')} in flight). 1.0 would be the API server "
-            "taking writes as fast as it can while the controller works, so that nothing "
-            "the controller could do would get lifecycles through faster; the goal is 0.8 "
-            "or more at a client limit that does not bind. kube-controller-manager's writes "
-            "are counted on both sides because they are the same work for the same Jobs: at "
-            "16 and 64 in flight the loader's Jobs live long enough for it to make their "
-            "pods, as in the controller runs; at 256 and 500 they are deleted before it does, "
-            "so the loader alone gets more of its own requests through (the narrower rows "
-            "set the controller's and the user's requests against that rate).") + "\n"
-        over = [r for r in res if efficiency(r, ceil) > 1.0]
-        if over:
-            doc += "\n" + _wrap(
-                "An efficiency above 1.0 (" + ", ".join(str(r["size"]) for r in over) +
-                ") means the API server took writes more slowly during the ceiling part, "
-                "which runs once after the last size, than during that run: the same "
-                "machine's runs differ by about a tenth from one to the next, and the "
-                "ceiling follows the largest size. Each size's efficiency is best read "
-                "against a ceiling measured next to it.") + "\n"
-        doc += "\nWhat bounds the efficiency, per run:\n\n"
-        lvl = {d["inflight"]: d["rps_sustained"] for d in ceil["levels"] if not d["failed"]}
-        for r in res:
-            w = workers_of(r)
-            near = min(lvl, key=lambda k: abs(k - w - r["concurrency"])) if lvl else None
-            rate = (writes_of(r) + user_writes(r)) / lifecycle_s(r)
-            q = limit_of(r)[0]
-            cores = r.get("cores_by_phase", {}).get("admit", {})
-            allw = all_writes_rate(r)
-            sent = (f"- {r['size']} at {q} qps: efficiency {efficiency(r, ceil):.2f} "
-                    f"({allw:.0f} writes/s of {ceil['best_all_writes_rps']:.0f}; the "
-                    f"controller's and the user's {rate:.0f} requests/s). ")
-            if writes_of(r) / lifecycle_s(r) >= 0.9 * q:
-                sent += "The client limit binds: the rate is the qps."
-            else:
-                sent += (f"The client limit ({q} qps) does not bind. The controller keeps at "
-                         f"most {w} reconciles in flight and the driver {r['concurrency']} "
-                         f"requests")
-                if near is not None:
-                    sent += (f"; the loader with {near} requests in flight reaches "
-                             f"{lvl[near]:.0f}/s ({rate / lvl[near]:.2f} of that)")
-                if cores.get("machine") is not None:
-                    sent += (f". In the admit phase the machine had {cores['machine']:.2f} of "
-                             f"its 2 cores busy (kube-apiserver "
-                             f"{cores.get('kube-apiserver', 0):.2f}, the driver "
-                             f"{cores.get('driver', 0):.2f})")
-                sent += "."
-            doc += _wrap(sent).replace("\n", "\n  ") + "\n"
+            "An efficiency above 1.0 (" + ", ".join(str(r["size"]) for r in over) +
+            ") means the API server took writes more slowly during the ceiling part "
+            + ("than during the run right before it: " if each else
+               "(which runs once after the last size) than during that run: ")
+            + "the same machine's runs differ by about a tenth from one to the next."
+            + ("" if each else " Each size's efficiency is best read against a "
+               "ceiling measured next to it (BENCH_APPWRAPPER_CEILING_AFTER=each, the "
+               "default).")) + "\n"
+    doc += "\nWhat bounds the efficiency, per run:\n\n"
+    for r in res:
+        ceil = ceil_of(r)
+        lvl = {d["inflight"]: d["rps_sustained"] for d in ceil["levels"]
+               if not d["failed"]}
+        w = workers_of(r)
+        near = min(lvl, key=lambda k: abs(k - w - r["concurrency"])) if lvl else None
+        rate = (writes_of(r) + user_writes(r)) / lifecycle_s(r)
+        q = limit_of(r)[0]
+        cores = r.get("cores_by_phase", {}).get("admit", {})
+        allw = all_writes_rate(r)
+        sent = (f"- {r['size']} at {q} qps: efficiency {efficiency(r, ceil):.2f} "
+                f"({allw:.0f} writes/s of {ceil['best_all_writes_rps']:.0f}; the "
+                f"controller's and the user's {rate:.0f} requests/s). ")
+        if writes_of(r) / lifecycle_s(r) >= 0.9 * q:
+            sent += "The client limit binds: the rate is the qps."
+        else:
+            sent += (f"The client limit ({q} qps) does not bind. The controller keeps at "
+                     f"most {w} reconciles in flight and the driver {r['concurrency']} "
+                     f"requests")
+            if near is not None:
+                sent += (f"; the loader with {near} requests in flight reaches "
+                         f"{lvl[near]:.0f}/s ({rate / lvl[near]:.2f} of that)")
+            if cores.get("machine") is not None:
+                sent += (f". In the admit phase the machine had {cores['machine']:.2f} of "
+                         f"its 2 cores busy (kube-apiserver "
+                         f"{cores.get('kube-apiserver', 0):.2f}, the driver "
+                         f"{cores.get('driver', 0):.2f})")
+            sent += "."
+        doc += _wrap(sent).replace("\n", "\n  ") + "\n"
     return doc
 
 
@@ -1521,9 +1558,20 @@ counted is the leader's.
 
 def cmd_report(args):
     allres = benchlib.load_results(args.results)
-    ceils = [r for r in allres if r.get("ceiling")]
-    ceil = ceils[-1] if ceils and ceils[-1].get("best_rps") else None
+    # the ceiling parts that measured something: one after each size, or
+    # one after the largest (older results: one, without after_size)
+    ceils = [r for r in allres if r.get("ceiling") and r.get("best_rps")]
+    ceil = ceils[-1] if ceils else None
+    after = {c["after_size"]: c for c in ceils if "after_size" in c}
     res = [r for r in allres if not r.get("ceiling")]
+    each = len(ceils) > 1 and all(r["size"] in after for r in res)
+    if not each:
+        ceils = ceils[-1:]
+
+    def ceil_of(r):
+        """The ceiling run r is measured against: the one right after its
+        size, else the last."""
+        return after.get(r["size"], ceil) if each else ceil
     run_limits = list(dict.fromkeys(limit_of(r) for r in res))  # in the order run
     # one column per run: by size, then by limit, so the runs of one size
     # (one after the other in the run) stand side by side
@@ -1775,7 +1823,28 @@ the queue while they land.
                    for k in ("controller", "user", "kube-controller-manager")))
     doc += row("the API server's writes/s over the working time (lifecycles/s x those)",
                lambda r: f"{all_writes_rate(r):.1f}")
-    if ceil and ceil.get("best_all_writes_rps"):
+    if ceil and ceil.get("best_all_writes_rps") and each:
+        # every size against the ceiling measured right after it, whose
+        # value is in brackets
+        def ff_cell(r):
+            ff = full_fanout(ceil_of(r))
+            return (f"{efficiency_full_fanout(r, ceil_of(r)):.2f} "
+                    f"({ff['all_writes_rps_sustained']:.0f} at {ff['inflight']})"
+                    if ff else "n/a")
+        doc += row("**efficiency: the API server's writes/s / the ceiling measured right "
+                   "after that size (its writes/s, every client, in brackets; below)**",
+                   lambda r: f"**{efficiency(r, ceil_of(r)):.2f}** "
+                             f"({ceil_of(r)['best_all_writes_rps']:.0f})")
+        doc += row("  the same against that ceiling's best level whose watches all kept up "
+                   "(writes/s at requests in flight: the runs' watch fan-out)", ff_cell)
+        doc += row("  the controller's and the user's requests/s / the loader's best there "
+                   "(its requests/s; kube-controller-manager falls behind there)",
+                   lambda r: f"{efficiency_lifecycle_mix(r, ceil_of(r)):.2f} "
+                             f"({ceil_of(r)['best_rps']:.0f})")
+        doc += row("  the controller's writes alone / the loader's best (at most 9 / 12 = 0.75: "
+                   "the user's 3 requests share the server)",
+                   lambda r: f"{efficiency_controller_alone(r, ceil_of(r)):.2f}")
+    elif ceil and ceil.get("best_all_writes_rps"):
         doc += row(f"**efficiency: the API server's writes/s / ceiling "
                    f"({ceil['best_all_writes_rps']:.0f} writes/s, every client, below)**",
                    lambda r: f"**{efficiency(r, ceil):.2f}**")
@@ -1792,6 +1861,7 @@ the queue while they land.
         doc += row("  the controller's writes alone / the loader's best (at most 9 / 12 = 0.75: "
                    "the user's 3 requests share the server)",
                    lambda r: f"{efficiency_controller_alone(r, ceil):.2f}")
+    if ceil and ceil.get("best_all_writes_rps"):
         doc += row("  cores busy on the machine (of 2): create, admit, delete phase",
                    lambda r: ", ".join(f"{r['cores_by_phase'][p]['machine']:.2f}"
                                        for p in ("create", "admit", "delete")))
@@ -1872,7 +1942,7 @@ the queue while they land.
             doc += (f"Below the limit: the {workers_of(r)} reconciles in flight each wait on "
                     "their API writes (the API server, etcd and the driver share the "
                     "machine's cores), which bounds the rate.\n")
-    doc += ceiling_text(ceil, res)
+    doc += ceiling_text(ceils, res, ceil_of)
     doc += "\nRequests of the controller per AppWrapper, by verb and resource " \
            "(create / admit / delete: the phase the request fell in; startup: before the first create):\n\n"
     # event writes are listed even when there were none
@@ -1904,7 +1974,7 @@ Comparison: a side-by-side run of the upstream Go controller
 (project-codeflare/appwrapper) on the same API server is future work; these
 are Steadfast's numbers alone.
 """
-    doc += benchlib.raw_results(res + ceils, per + " (the ceiling part last)")
+    doc += benchlib.raw_results(res + ceils, per + " (the ceiling parts last)")
     benchlib.write_section(args.section, doc)
     return 0
 
@@ -1926,6 +1996,8 @@ def main():
     r.add_argument("--ceiling-levels", default="16,64,256,500",
                    help='in-flight levels of the ceiling part ("": no ceiling part)')
     r.add_argument("--ceiling-objects", type=int, default=500)
+    r.add_argument("--ceiling-after", choices=("each", "last"), default="each",
+                   help="the ceiling part after each size, or once after the largest")
     r.add_argument("--ceiling-watch", default="3,2,2",
                    help="watches of AppWrappers, Jobs and pods the loader keeps open, as the "
                         "controller runs' watchers: the leader's and the follower's informers "
