@@ -46,6 +46,10 @@ KUEUE_SIZE=${BENCH_KUEUE_SIZE:-1000}
 if [ "$PARTS" = kueue ]; then
 	export KUEUE=true KWOK_NODES=${KWOK_NODES:-$(( KUEUE_SIZE / 100 + 2 ))}
 fi
+# etcd's default quota rather than the tests' 512 MiB: the 20,000 AppWrapper
+# run writes more history than that between kube-apiserver's compactions
+# (every 5 min) on a fast machine ("mvcc: database space exceeded")
+export ETCD_QUOTA_MIB=${ETCD_QUOTA_MIB:-2048}
 if [ -z "${STEADFAST_CLUSTER_ENV:-}" ]; then
 	exec "$here/tools/with-cluster.sh" "$0" "$@"
 fi

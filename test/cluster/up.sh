@@ -13,6 +13,7 @@
 # Environment: WATCH_CACHE=false starts kube-apiserver with --watch-cache=false.
 # WATCH_LIST=false starts it with --feature-gates=WatchList=false (watches
 # with sendInitialEvents are refused: 422 Invalid).
+# ETCD_QUOTA_MIB (default 512): etcd's --quota-backend-bytes in MiB.
 # LEASE_ETCD=true runs a second etcd for coordination.k8s.io/leases
 # (--etcd-servers-overrides, as large clusters do): Lease resourceVersions
 # then come from another revision counter than everything else's.
@@ -237,7 +238,7 @@ start_etcd() {
     --initial-cluster-state=new \
     --initial-cluster-token="steadfast-$$" \
     --unsafe-no-fsync=true \
-    --quota-backend-bytes=$(( 512 * 1024 * 1024 )) \
+    --quota-backend-bytes=$(( ${ETCD_QUOTA_MIB:-512} * 1024 * 1024 )) \
     --snapshot-count=10000 \
     --log-level=warn
   start_component "$name" "$dir"
