@@ -1160,9 +1160,8 @@ def ceiling_mix(results, admission):
 
 def etcd_compact(url):
     """Compacts etcd to its current revision and defragments it (its HTTP
-    gateway), so that every part starts from the same lean store: the
-    history of 20,000 lifecycles after the smaller sizes and their ceiling
-    parts does not fit in the test control plane's 512 MiB quota."""
+    gateway), so that every part starts from the same lean store, not
+    from the history of the parts before it."""
     if not url:
         return
 
@@ -1856,44 +1855,45 @@ the queue while they land.
                    for k in ("controller", "user", "kube-controller-manager")))
     doc += row("the API server's writes/s over the working time (lifecycles/s x those)",
                lambda r: f"{all_writes_rate(r):.1f}")
-    if ceil and ceil.get("best_all_writes_rps") and each:
-        # every size against the ceiling measured right after it, whose
-        # value is in brackets
+    if ceil and ceil.get("best_all_writes_rps"):
+        # every run against ceil_of(r): with one ceiling per size, its
+        # value goes in each cell; with one for all, in the row's label
+        def noted(v, note):
+            return f"{v} ({note})" if each else v
+
         def ff_cell(r):
             ff = full_fanout(ceil_of(r))
-            return (f"{efficiency_full_fanout(r, ceil_of(r)):.2f} "
-                    f"({ff['all_writes_rps_sustained']:.0f} at {ff['inflight']})"
+            return (noted(f"{efficiency_full_fanout(r, ceil_of(r)):.2f}",
+                         f"{ff['all_writes_rps_sustained']:.0f} at {ff['inflight']}")
                     if ff else "n/a")
-        doc += row("**efficiency: the API server's writes/s / the ceiling measured right "
-                   "after that size (its writes/s, every client, in brackets; below)**",
-                   lambda r: f"**{efficiency(r, ceil_of(r)):.2f}** "
-                             f"({ceil_of(r)['best_all_writes_rps']:.0f})")
-        doc += row("  the same against that ceiling's best level whose watches all kept up "
-                   "(writes/s at requests in flight: the runs' watch fan-out)", ff_cell)
-        doc += row("  the controller's and the user's requests/s / the loader's best there "
-                   "(its requests/s; kube-controller-manager falls behind there)",
-                   lambda r: f"{efficiency_lifecycle_mix(r, ceil_of(r)):.2f} "
-                             f"({ceil_of(r)['best_rps']:.0f})")
+        ff = full_fanout(ceil)
+        if each:
+            eff_label = ("**efficiency: the API server's writes/s / the ceiling measured right "
+                         "after that size (its writes/s, every client, in brackets; below)**")
+            ff_label = ("  the same against that ceiling's best level whose watches all kept up "
+                        "(writes/s at requests in flight: the runs' watch fan-out)")
+            mix_label = ("  the controller's and the user's requests/s / the loader's best there "
+                         "(its requests/s; kube-controller-manager falls behind there)")
+        else:
+            eff_label = (f"**efficiency: the API server's writes/s / ceiling "
+                         f"({ceil['best_all_writes_rps']:.0f} writes/s, every client, below)**")
+            ff_label = (f"  the same against the best level whose watches all kept up "
+                        f"({ff['all_writes_rps_sustained']:.0f} writes/s at {ff['inflight']} in "
+                        f"flight: the runs' watch fan-out)"
+                        if ff and ff["all_writes_rps_sustained"] < ceil["best_all_writes_rps"]
+                        else None)
+            mix_label = (f"  the controller's and the user's requests/s / the loader's best "
+                         f"({ceil['best_rps']:.0f}/s of the same requests; kube-controller-manager "
+                         f"falls behind there)")
+        doc += row(eff_label, lambda r: noted(f"**{efficiency(r, ceil_of(r)):.2f}**",
+                                             f"{ceil_of(r)['best_all_writes_rps']:.0f}"))
+        if ff_label:
+            doc += row(ff_label, ff_cell)
+        doc += row(mix_label, lambda r: noted(f"{efficiency_lifecycle_mix(r, ceil_of(r)):.2f}",
+                                             f"{ceil_of(r)['best_rps']:.0f}"))
         doc += row("  the controller's writes alone / the loader's best (at most 9 / 12 = 0.75: "
                    "the user's 3 requests share the server)",
                    lambda r: f"{efficiency_controller_alone(r, ceil_of(r)):.2f}")
-    elif ceil and ceil.get("best_all_writes_rps"):
-        doc += row(f"**efficiency: the API server's writes/s / ceiling "
-                   f"({ceil['best_all_writes_rps']:.0f} writes/s, every client, below)**",
-                   lambda r: f"**{efficiency(r, ceil):.2f}**")
-        ff = full_fanout(ceil)
-        if ff and ff["all_writes_rps_sustained"] < ceil["best_all_writes_rps"]:
-            doc += row(f"  the same against the best level whose watches all kept up "
-                       f"({ff['all_writes_rps_sustained']:.0f} writes/s at {ff['inflight']} in "
-                       f"flight: the runs' watch fan-out)",
-                       lambda r: f"{efficiency_full_fanout(r, ceil):.2f}")
-        doc += row(f"  the controller's and the user's requests/s / the loader's best "
-                   f"({ceil['best_rps']:.0f}/s of the same requests; kube-controller-manager "
-                   f"falls behind there)",
-                   lambda r: f"{efficiency_lifecycle_mix(r, ceil):.2f}")
-        doc += row("  the controller's writes alone / the loader's best (at most 9 / 12 = 0.75: "
-                   "the user's 3 requests share the server)",
-                   lambda r: f"{efficiency_controller_alone(r, ceil):.2f}")
     if ceil and ceil.get("best_all_writes_rps"):
         doc += row("  cores busy on the machine (of 2): create, admit, delete phase",
                    lambda r: ", ".join(f"{r['cores_by_phase'][p]['machine']:.2f}"
