@@ -216,6 +216,9 @@ typedef struct sf_reflector_opts {
 	 * so the cache lags the API server the way a slow watch does. Queued
 	 * events are dropped when a re-list starts. 0 = off. */
 	long fault_event_delay_max_ms;
+	/* ... and at least this many ms late (at most the maximum), so that a
+	 * test can count on the lag. 0 = no minimum. */
+	long fault_event_delay_min_ms;
 	/* Watch progress watchdog: a watch that delivers no event and no
 	 * bookmark for this long is ended and started again on a fresh
 	 * connection (the API server sends a bookmark about every minute to

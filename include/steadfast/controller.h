@@ -48,6 +48,10 @@ typedef struct sf_awctl_opts {
 	/* fault injection for tests: the component and pod informers apply
 	 * watch events up to this many ms late (see sf_reflector_opts); 0 = off */
 	long fault_watch_delay_ms;
+	/* fault injection for tests: the pod informer applies every watch
+	 * event exactly this many ms late (a pod cache that is behind while
+	 * the component cache is not); 0 = off */
+	long fault_pod_watch_delay_ms;
 	/* fault injection for tests: the answers to this many successful
 	 * component creates are dropped (taken as a retryable failure), as
 	 * when a create lands but its answer is lost; 0 = off */

@@ -142,6 +142,7 @@ struct sf_awctl {
 	char *ns;
 	long expect_timeout_ms;
 	long fault_delay_ms;
+	long fault_pod_delay_ms;
 	long fault_lost_creates; /* create answers still to drop */
 	long fault_stall_ms, fault_progress_ms;
 	long fault_node_check_ms;
@@ -652,6 +653,9 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	 * lagging AppWrapper watch only delays, since the controller waits for
 	 * its own writes to show up) */
 	o.reflector.fault_event_delay_max_ms = selector ? c->fault_delay_ms : 0;
+	if (gvr == &SF_GVR_PODS && c->fault_pod_delay_ms > 0)
+		o.reflector.fault_event_delay_max_ms = o.reflector.fault_event_delay_min_ms =
+		    c->fault_pod_delay_ms;
 	o.reflector.fault_stall_after_ms = selector ? 0 : c->fault_stall_ms;
 	o.reflector.progress_timeout_ms = c->fault_progress_ms;
 	/* the pods' AppWrapper label index is read (the pods of an AppWrapper);
@@ -1780,8 +1784,8 @@ static void process(void *ud, const char *key)
 	}
 	if (o->plan.suppressed_pods) {
 		c->st.pods_suppressed++;
-		sf_log_info(LOGGER, "too few pods in the cache, enough in a live list: not acting",
-		            "namespace", aw->ns, "name", aw->name, NULL);
+		sf_log_info(LOGGER, "too few pods in the cache, a live list disagrees: not acting",
+		            "namespace", aw->ns, "name", aw->name, "reason", o->plan.why, NULL);
 	}
 	if (o->plan.suppressed_evacuation)
 		sf_log_debug(LOGGER, "NoExecute nodes in the node cache, not in live reads",
@@ -1823,6 +1827,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	c->expect_timeout_ms =
 	    opts && opts->expectation_timeout_ms > 0 ? opts->expectation_timeout_ms : 60000;
 	c->fault_delay_ms = opts ? opts->fault_watch_delay_ms : 0;
+	c->fault_pod_delay_ms = opts ? opts->fault_pod_watch_delay_ms : 0;
 	c->fault_lost_creates = opts ? opts->fault_lost_create_answers : 0;
 	c->fault_stall_ms = opts ? opts->fault_watch_stall_after_ms : 0;
 	c->fault_progress_ms = opts ? opts->fault_watch_progress_timeout_ms : 0;
@@ -2213,8 +2218,8 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 	    {"missing_checks", "Live reads made before declaring a component missing",
 	     c->st.verifies},
 	    {"pods_suppressed",
-	     "Steps where too few pods were cached but a live list found enough "
-	     "(no InsufficientPodsReady)",
+	     "Steps where too few pods were cached but a live list found enough, or "
+	     "all of them within the warmup grace (no InsufficientPodsReady)",
 	     c->st.pods_suppressed},
 	    {"pod_checks", "Live pod lists made before declaring too few pods ready",
 	     c->st.pod_lists},

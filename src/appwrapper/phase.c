@@ -881,6 +881,15 @@ static int evacuate(step *st)
 	return 1;
 }
 
+/* The grace the pods of a tally get: the warmup grace once they all exist
+ * (pending, running or succeeded), the admission grace while some do not. */
+static int64_t pods_grace(const step *st, const sf_awp_pods *p)
+{
+	return ((int64_t)p->pending + p->running + p->succeeded >= st->in->expected_pods)
+	           ? st->in->s->warmup_grace_ms
+	           : st->in->s->admission_grace_ms;
+}
+
 static void step_running(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
@@ -1014,10 +1023,7 @@ static void step_running(step *st)
 	if (pr.present && strcmp(pr.status, "False") == 0 &&
 	    strcmp(pr.reason, "InsufficientPodsReady") == 0 && pr.ltt_ms > from)
 		from = pr.ltt_ms;
-	int64_t grace =
-	    ((int64_t)pods->pending + pods->running + pods->succeeded >= st->in->expected_pods)
-	        ? s->warmup_grace_ms
-	        : s->admission_grace_ms;
+	int64_t grace = pods_grace(st, pods);
 	if (st->now < from + grace) {
 		st->plan->why = "waiting for pods";
 		int64_t left = from + grace - st->now;
@@ -1038,6 +1044,23 @@ static void step_running(step *st)
 		st->plan->suppressed_pods = 1;
 		st->plan->why = "too few pods in the cache, enough in a live list";
 		requeue(st, REQUEUE_LIVE_PODS_MS);
+		return;
+	}
+	/* The live tally is judged by the rule the cache's is: a cache behind
+	 * that misses pods the live list finds (Pending, pulling an image)
+	 * must not cut their warmup grace down to the admission grace. */
+	int64_t live_grace = pods_grace(st, live);
+	if (st->in->live_pods_ms < from + live_grace) {
+		if (st->now < from + live_grace) {
+			st->plan->suppressed_pods = 1;
+			st->plan->why = "too few pods in the cache, all of them in a live list";
+			int64_t left = from + live_grace - st->now;
+			requeue(st, left < REQUEUE_LIVE_PODS_MS ? left : REQUEUE_LIVE_PODS_MS);
+		} else {
+			act(st, SF_AWP_ACT_LIST_PODS, 0);
+			st->plan->why = "too few pods in the cache; confirming with a live list";
+			requeue(st, REQUEUE_LIVE_PODS_MS);
+		}
 		return;
 	}
 	snprintf(detail, sizeof(detail), "%d pods pending; %d pods running; %d pods succeeded",

@@ -141,7 +141,7 @@ struct sf_reflector {
 	uint64_t rng;
 
 	/* fault injection: watch events waiting to be applied */
-	long delay_max_ms;
+	long delay_max_ms, delay_min_ms;
 	long stall_after_ms; /* fault injection (see sf_reflector_opts) */
 	struct delayed *dq_head, *dq_tail;
 	int64_t dq_last_due_ms;
@@ -755,7 +755,8 @@ static int delay_event(sf_reflector *r, sf_watch_type type, sf_obj *obj)
 	if (!d)
 		return -ENOMEM;
 	int64_t now = sf_mono_ns() / SF_NSEC_PER_MSEC;
-	int64_t due = now + (int64_t)(rng_unit(r) * (double)r->delay_max_ms);
+	int64_t due = now + r->delay_min_ms +
+	              (int64_t)(rng_unit(r) * (double)(r->delay_max_ms - r->delay_min_ms));
 	if (due < r->dq_last_due_ms)
 		due = r->dq_last_due_ms; /* keep the order */
 	r->dq_last_due_ms = due;
@@ -1062,6 +1063,9 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	r->progress_timeout_ms =
 	    opts->progress_timeout_ms == 0 ? 150000 : opts->progress_timeout_ms;
 	r->delay_max_ms = opts->fault_event_delay_max_ms;
+	r->delay_min_ms = opts->fault_event_delay_min_ms;
+	if (r->delay_min_ms < 0 || r->delay_min_ms > r->delay_max_ms)
+		r->delay_min_ms = r->delay_max_ms;
 	r->stall_after_ms = opts->fault_stall_after_ms;
 	r->watch_min_s = opts->watch_min_s > 0 ? opts->watch_min_s : 300;
 	r->watch_max_s = opts->watch_max_s > 0 ? opts->watch_max_s : 600;
@@ -1143,10 +1147,10 @@ int sf_reflector_start(sf_reflector *r)
 		} else {
 			t->data = r;
 			r->dtimer = t;
-			char b[24];
+			char b[24], b2[24];
 			sf_log_warn(LOGGER, "fault injection: watch events are applied late",
 			            "resource", r->name, "maxDelayMs", num(b, r->delay_max_ms),
-			            NULL);
+			            "minDelayMs", num(b2, r->delay_min_ms), NULL);
 		}
 	}
 	if (r->progress_timeout_ms > 0) {

@@ -17,6 +17,8 @@
  *     its first two pods: only once the Job says Complete;
  *   - a pod replaced long after deployment counts its grace from then,
  *     not from the deployment: no reset while the new pod starts;
+ *   - a pod a lagging cache has not seen, found Pending by the live list,
+ *     gets the warmup grace, not the admission grace: no reset;
  *   - a template renamed after admission is never created; the
  *     AppWrapper fails naming the field, and nothing is orphaned;
  *   - with Leases on an etcd of their own (their resourceVersions far
@@ -439,6 +441,49 @@ Test(evidence, a_pod_replaced_long_after_deployment_does_not_reset)
 	sf_jv_int64(sf_jv_path(sf_obj_root(o), "status.resettingCount"), &resets);
 	cr_assert(resets <= 0, "resettingCount %lld", (long long)resets);
 	cr_assert_neq(strcmp(tl_aw_cond(&W, "repl", "Unhealthy", NULL, NULL), "True"), 0);
+}
+
+/* The pod cache behind (its events applied 25 s late; the component cache
+ * is not) past a 2 s admission grace: the controller sees no pod, lists
+ * them live, and finds the Job's pod Pending (no kubelet here, as during
+ * an image pull). Every pod exists, so the 1 h warmup grace applies, as it
+ * would to a cache that was not behind: no reset. */
+Test(evidence, a_pod_the_cache_has_not_seen_gets_the_warmup_grace)
+{
+	const char *env[] = {"STEADFAST_FAULT_POD_WATCH_DELAY_MS=25000", NULL};
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "podlag", .env = env,
+	                 .faults = 1};
+	tl_ctl *c = tl_ctl_start(&K.loop, &o);
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"lagp\",\"annotations\":{"
+	             "\"" SF_AW_ANNOT_PREFIX "warmupGracePeriodDuration\":\"1h\","
+	             "\"" SF_AW_ANNOT_PREFIX "admissionGracePeriodDuration\":\"2s\"}},\"spec\":{"
+	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
+	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"lagp-job\"},\"spec\":{"
+	             "\"backoffLimit\":3,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+	             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}");
+	tl_aw_wait_phase(&W, "lagp", "Suspended", 20000);
+	tl_aw_admit(&W, "lagp", NULL);
+	tl_aw_wait_phase(&W, "lagp", "Running", 20000);
+	int64_t running_at = sf_mono_ns();
+	char pod[254];
+	tl_aw_wait_pod(&W, "lagp", pod, sizeof(pod), 20000); /* the test's own watch */
+	cr_assert_eq(tl_ctl_count(c, "\"msg\":\"fault injection: watch events are applied late\"", 0),
+	             1, "the pod watch was not delayed");
+	/* until the pod's event reaches its cache (25 s after it arrived) */
+	long left = 22000 - (long)((sf_mono_ns() - running_at) / 1000000);
+	if (left > 0)
+		assert_stays("lagp", "Running", left);
+	cr_assert_geq(tl_ctl_wait_log(&K.loop, c, "all of them in a live list", 0, 1000), 0,
+	              "the controller never found the pod in a live list");
+	sf_obj *aw = tl_aw_cached(&W, "lagp");
+	int64_t resets = -1;
+	sf_jv_int64(sf_jv_path(sf_obj_root(aw), "status.resettingCount"), &resets);
+	cr_assert(resets <= 0, "resettingCount %lld", (long long)resets);
+	cr_assert_neq(strcmp(tl_aw_cond(&W, "lagp", "Unhealthy", NULL, NULL), "True"), 0,
+	              "Unhealthy on a pod within its warmup grace");
+	cr_assert_eq(tl_ctl_count(c, "InsufficientPodsReady", 0), 0);
 }
 
 /* ---- 3. component identity is fixed when first recorded ---- */

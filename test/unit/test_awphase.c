@@ -590,6 +590,82 @@ Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
 	done(&u);
 }
 
+/* The pod cache is behind: it shows no pod a minute after deployment, past
+ * the admission grace, but the live list finds the pod, still Pending (an
+ * image pull). The live tally is judged by the rule the cache's would be:
+ * all pods exist, so the warmup grace applies and nothing is reset; only a
+ * live list answered after that grace too may reset. */
+Test(awphase, a_live_list_finding_pending_pods_gets_the_warmup_grace)
+{
+	char *st = running_status(NOW - 61000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	run(&s);
+	cr_assert(has_act(&s, SF_AWP_ACT_LIST_PODS), "no live list past the admission grace");
+	done(&s);
+
+	st = running_status(NOW - 61000, NULL, 0);
+	snap t = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	t.comp[0].state = SF_AWP_COMP_PRESENT;
+	t.have_live = 1;
+	t.live.pending = 1;
+	t.live.total = 1;
+	t.live_ms = NOW;
+	run(&t);
+	cr_assert(t.plan.status == NULL || strcmp(pphase(&t), "Running") == 0,
+	          "reset while the live list shows every pod within the warmup grace: %s",
+	          pphase(&t));
+	cr_assert(t.plan.status == NULL ||
+	              strcmp(pcond(&t, "Unhealthy").status, "True") != 0,
+	          "Unhealthy on a pending pod within the warmup grace");
+	cr_assert_eq(t.plan.nevents, 0);
+	cr_assert(t.plan.suppressed_pods);
+	cr_assert(t.plan.requeue_ms > 0);
+	done(&t);
+
+	/* past the warmup grace as well, a live list answered before it
+	 * expired is no evidence: a new one is asked for */
+	st = running_status(NOW - 301000, NULL, 0);
+	snap u = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	u.comp[0].state = SF_AWP_COMP_PRESENT;
+	u.have_live = 1;
+	u.live.pending = 1;
+	u.live.total = 1;
+	u.live_ms = NOW - 2000;
+	run(&u);
+	cr_assert(has_act(&u, SF_AWP_ACT_LIST_PODS));
+	cr_assert(u.plan.status == NULL || strcmp(pphase(&u), "Running") == 0);
+	done(&u);
+
+	/* and one answered after it resets, as the cache would */
+	st = running_status(NOW - 301000, NULL, 0);
+	snap v = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	v.comp[0].state = SF_AWP_COMP_PRESENT;
+	v.have_live = 1;
+	v.live.pending = 1;
+	v.live.total = 1;
+	v.live_ms = NOW;
+	run(&v);
+	cr_assert_str_eq(pphase(&v), "Resetting");
+	cr_assert_str_eq(pcond(&v, "Unhealthy").reason, "InsufficientPodsReady");
+	done(&v);
+
+	/* a live list finding no pod past the admission grace resets */
+	st = running_status(NOW - 61000, NULL, 0);
+	snap w = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	w.comp[0].state = SF_AWP_COMP_PRESENT;
+	w.have_live = 1;
+	w.live_ms = NOW;
+	run(&w);
+	cr_assert_str_eq(pphase(&w), "Resetting");
+	done(&w);
+}
+
 /* Whatever Running sees, it never deletes: only Resetting, Suspending,
  * Failed, Succeeded and deletion do. */
 Test(awphase, running_never_plans_a_delete)
