@@ -846,13 +846,40 @@ def res_name(ref):
 # ----------------------------------------------------------------------- run
 
 
+def kcm_settings():
+    """kube-controller-manager's flags that bound its pace, as the control
+    plane started it (test/cluster/up.sh: KCM_QPS, KCM_JOB_SYNCS,
+    KCM_GC_SYNCS; its own defaults where unset)."""
+    return {"qps": int(os.environ.get("KCM_QPS") or 100),
+            "job_syncs": int(os.environ.get("KCM_JOB_SYNCS") or 5),
+            "gc_syncs": int(os.environ.get("KCM_GC_SYNCS") or 20)}
+
+
+def kcm_text(res):
+    """The settings of the runs' kube-controller-manager, for the report."""
+    ks = {json.dumps(r.get("kcm") or {"qps": 100, "job_syncs": 5, "gc_syncs": 20},
+                     sort_keys=True) for r in res}
+    if len(ks) != 1:
+        return "kube-controller-manager's settings differ between runs (each raw line's `kcm`)"
+    k = json.loads(ks.pop())
+    text = (f"`--concurrent-job-syncs={k['job_syncs']}`, "
+            f"`--concurrent-gc-syncs={k['gc_syncs']}`, client limit {k['qps']} qps / burst "
+            f"{2 * k['qps']}")
+    if (k["qps"], k["job_syncs"], k["gc_syncs"]) != (100, 5, 20):
+        text += (" (tools/bench.sh; the tests run it with 5, 20 and 100: with those, in the "
+                 "run of 2026-12-02 at 20,000, the controller found Jobs still without their "
+                 "pod past the 1 min admission grace and made 3,491 live pod LISTs)")
+    return text
+
+
 def run_size(args, kube, n, runid, lim, who):
     """One run: n AppWrappers with the controller at client limit lim
     (qps, burst); who names the run in the progress lines."""
     ns = f"bench-aw-{n}{limit_tag(lim)}-{runid}"
     lease = "steadfast-bench"
     res = {"size": n, "qps": lim[0], "burst": lim[1], "namespace": ns,
-           "concurrency": args.concurrency, "admission": args.admission}
+           "concurrency": args.concurrency, "admission": args.admission,
+           "kcm": kcm_settings()}
     if args.syncs:
         res["syncs"] = args.syncs
     log(f"[{who}] namespace {ns}")
@@ -1748,7 +1775,8 @@ limiter alone needs for each phase's requests, and the CPU seconds show it.
 Written by `make bench` (`BENCH_PARTS=appwrapper`, tools/bench_appwrapper.py).
 Date: {datetime.date.today()}. Machine: {benchlib.machine()}; a local API
 server started by the run ({benchlib.SERVER_VERSIONS};
-kube-controller-manager with the Job controller and the garbage collector;
+kube-controller-manager with the Job controller and the garbage collector,
+{kcm_text(res)};
 no scheduler, no kubelet: pods stay Pending).
 
 The controller itself, `build/steadfast`, two replicas of the same binary

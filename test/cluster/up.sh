@@ -14,6 +14,9 @@
 # WATCH_LIST=false starts it with --feature-gates=WatchList=false (watches
 # with sendInitialEvents are refused: 422 Invalid).
 # ETCD_QUOTA_MIB (default 512): etcd's --quota-backend-bytes in MiB.
+# KCM_QPS (default 100; burst twice that), KCM_JOB_SYNCS and KCM_GC_SYNCS
+# (default: kube-controller-manager's own, 5 and 20): its client limit,
+# --concurrent-job-syncs and --concurrent-gc-syncs.
 # LEASE_ETCD=true runs a second etcd for coordination.k8s.io/leases
 # (--etcd-servers-overrides, as large clusters do): Lease resourceVersions
 # then come from another revision counter than everything else's.
@@ -476,8 +479,10 @@ save_args kube-controller-manager "$dir" "$bin/kube-controller-manager" \
   --root-ca-file="$pki/ca.crt" \
   --leader-elect=false \
   --secure-port=0 \
-  --kube-api-qps=100 \
-  --kube-api-burst=200 \
+  --kube-api-qps="${KCM_QPS:-100}" \
+  --kube-api-burst="$(( ${KCM_QPS:-100} * 2 ))" \
+  ${KCM_JOB_SYNCS:+--concurrent-job-syncs="$KCM_JOB_SYNCS"} \
+  ${KCM_GC_SYNCS:+--concurrent-gc-syncs="$KCM_GC_SYNCS"} \
   --v=1 \
   ${kcm_extra[@]+"${kcm_extra[@]}"}
 start_component kube-controller-manager "$dir"
