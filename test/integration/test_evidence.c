@@ -403,21 +403,31 @@ Test(evidence, job_succeeds_only_when_the_job_is_complete)
 
 /* ---- 4a. too few pods: grace from the last time enough were seen ---- */
 
+/* Creates NAME, wrapping the one-pod Job NAME-job, with the warmup and
+ * admission grace periods given; admits it and waits until it is Running. */
+static void graced_job_running(const char *name, const char *warmup, const char *admission)
+{
+	char json[1024];
+	snprintf(json, sizeof(json),
+	         "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	         "\"metadata\":{\"name\":\"%s\",\"annotations\":{"
+	         "\"" SF_AW_ANNOT_PREFIX "warmupGracePeriodDuration\":\"%s\","
+	         "\"" SF_AW_ANNOT_PREFIX "admissionGracePeriodDuration\":\"%s\"}},\"spec\":{"
+	         "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
+	         "\"kind\":\"Job\",\"metadata\":{\"name\":\"%s-job\"},\"spec\":{"
+	         "\"backoffLimit\":3,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+	         "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}",
+	         name, warmup, admission, name);
+	tl_aw_create(&W, json);
+	tl_aw_wait_phase(&W, name, "Suspended", 20000);
+	tl_aw_admit(&W, name, NULL);
+	tl_aw_wait_phase(&W, name, "Running", 20000);
+}
+
 Test(evidence, a_pod_replaced_long_after_deployment_does_not_reset)
 {
 	controller("solo");
-	tl_aw_create(&W,
-	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
-	             "\"metadata\":{\"name\":\"repl\",\"annotations\":{"
-	             "\"" SF_AW_ANNOT_PREFIX "warmupGracePeriodDuration\":\"20s\","
-	             "\"" SF_AW_ANNOT_PREFIX "admissionGracePeriodDuration\":\"20s\"}},\"spec\":{"
-	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
-	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"repl-job\"},\"spec\":{"
-	             "\"backoffLimit\":3,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
-	             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}");
-	tl_aw_wait_phase(&W, "repl", "Suspended", 20000);
-	tl_aw_admit(&W, "repl", NULL);
-	tl_aw_wait_phase(&W, "repl", "Running", 20000);
+	graced_job_running("repl", "20s", "20s");
 	char pod[254];
 	tl_aw_pod_ready(&W, "repl", pod, sizeof(pod), 20000);
 	/* long-running: its deployment is older than both graces */
@@ -454,18 +464,7 @@ Test(evidence, a_pod_the_cache_has_not_seen_gets_the_warmup_grace)
 	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "podlag", .env = env,
 	                 .faults = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
-	tl_aw_create(&W,
-	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
-	             "\"metadata\":{\"name\":\"lagp\",\"annotations\":{"
-	             "\"" SF_AW_ANNOT_PREFIX "warmupGracePeriodDuration\":\"1h\","
-	             "\"" SF_AW_ANNOT_PREFIX "admissionGracePeriodDuration\":\"2s\"}},\"spec\":{"
-	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
-	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"lagp-job\"},\"spec\":{"
-	             "\"backoffLimit\":3,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
-	             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}");
-	tl_aw_wait_phase(&W, "lagp", "Suspended", 20000);
-	tl_aw_admit(&W, "lagp", NULL);
-	tl_aw_wait_phase(&W, "lagp", "Running", 20000);
+	graced_job_running("lagp", "1h", "2s");
 	int64_t running_at = sf_mono_ns();
 	char pod[254];
 	tl_aw_wait_pod(&W, "lagp", pod, sizeof(pod), 20000); /* the test's own watch */

@@ -590,6 +590,23 @@ Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
 	done(&u);
 }
 
+/* A Running AppWrapper deployed deployed_ms ago whose pod cache shows no
+ * pod; with a live list (have_live) of `pending` Pending pods answered at
+ * live_ms. */
+static void run_cacheless(snap *s, int64_t deployed_ms, int have_live, int pending,
+                          int64_t live_ms)
+{
+	char *st = running_status(NOW - deployed_ms, NULL, 0);
+	*s = (snap){.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s->comp[0].state = SF_AWP_COMP_PRESENT;
+	s->have_live = have_live;
+	s->live.pending = pending;
+	s->live.total = pending;
+	s->live_ms = live_ms;
+	run(s);
+}
+
 /* The pod cache is behind: it shows no pod a minute after deployment, past
  * the admission grace, but the live list finds the pod, still Pending (an
  * image pull). The live tally is judged by the rule the cache's would be:
@@ -597,23 +614,13 @@ Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
  * live list answered after that grace too may reset. */
 Test(awphase, a_live_list_finding_pending_pods_gets_the_warmup_grace)
 {
-	char *st = running_status(NOW - 61000, NULL, 0);
-	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
-	run(&s);
+	snap s;
+	run_cacheless(&s, 61000, 0, 0, 0);
 	cr_assert(has_act(&s, SF_AWP_ACT_LIST_PODS), "no live list past the admission grace");
 	done(&s);
 
-	st = running_status(NOW - 61000, NULL, 0);
-	snap t = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	t.comp[0].state = SF_AWP_COMP_PRESENT;
-	t.have_live = 1;
-	t.live.pending = 1;
-	t.live.total = 1;
-	t.live_ms = NOW;
-	run(&t);
+	snap t;
+	run_cacheless(&t, 61000, 1, 1, NOW);
 	cr_assert(t.plan.status == NULL || strcmp(pphase(&t), "Running") == 0,
 	          "reset while the live list shows every pod within the warmup grace: %s",
 	          pphase(&t));
@@ -627,41 +634,22 @@ Test(awphase, a_live_list_finding_pending_pods_gets_the_warmup_grace)
 
 	/* past the warmup grace as well, a live list answered before it
 	 * expired is no evidence: a new one is asked for */
-	st = running_status(NOW - 301000, NULL, 0);
-	snap u = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	u.comp[0].state = SF_AWP_COMP_PRESENT;
-	u.have_live = 1;
-	u.live.pending = 1;
-	u.live.total = 1;
-	u.live_ms = NOW - 2000;
-	run(&u);
+	snap u;
+	run_cacheless(&u, 301000, 1, 1, NOW - 2000);
 	cr_assert(has_act(&u, SF_AWP_ACT_LIST_PODS));
 	cr_assert(u.plan.status == NULL || strcmp(pphase(&u), "Running") == 0);
 	done(&u);
 
 	/* and one answered after it resets, as the cache would */
-	st = running_status(NOW - 301000, NULL, 0);
-	snap v = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	v.comp[0].state = SF_AWP_COMP_PRESENT;
-	v.have_live = 1;
-	v.live.pending = 1;
-	v.live.total = 1;
-	v.live_ms = NOW;
-	run(&v);
+	snap v;
+	run_cacheless(&v, 301000, 1, 1, NOW);
 	cr_assert_str_eq(pphase(&v), "Resetting");
 	cr_assert_str_eq(pcond(&v, "Unhealthy").reason, "InsufficientPodsReady");
 	done(&v);
 
 	/* a live list finding no pod past the admission grace resets */
-	st = running_status(NOW - 61000, NULL, 0);
-	snap w = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	free(st);
-	w.comp[0].state = SF_AWP_COMP_PRESENT;
-	w.have_live = 1;
-	w.live_ms = NOW;
-	run(&w);
+	snap w;
+	run_cacheless(&w, 61000, 1, 0, NOW);
 	cr_assert_str_eq(pphase(&w), "Resetting");
 	done(&w);
 }
