@@ -550,6 +550,10 @@ Test(informer, paged_initial_list_of_1200_objects)
 	evlog *l = calloc(1, sizeof(*l));
 	sf_informer *inf = start_informer(ns, "app=informer-bulk", 500, l);
 	wait_synced(inf);
+	/* the first list is the watch cache's at whatever it holds
+	 * (resourceVersion=0): the last creates may reach it a moment after
+	 * their answers, and then come through the watch (a run listed 1195) */
+	wait_events(l, 1200);
 	sf_store *s = sf_informer_store(inf);
 	cr_assert_eq(sf_store_len(s), 1200);
 	cr_assert_eq(l->n, 1200);
