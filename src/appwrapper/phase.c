@@ -890,6 +890,15 @@ static int64_t pods_grace(const step *st, const sf_awp_pods *p)
 	           : st->in->s->admission_grace_ms;
 }
 
+/* Too few pods in the cache past their grace: a live list of them first,
+ * and a step again once it is answered. */
+static void confirm_with_live_list(step *st)
+{
+	act(st, SF_AWP_ACT_LIST_PODS, 0);
+	st->plan->why = "too few pods in the cache; confirming with a live list";
+	requeue(st, REQUEUE_LIVE_PODS_MS);
+}
+
 static void step_running(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
@@ -1034,9 +1043,7 @@ static void step_running(step *st)
 	 * answered after the grace expired before anything is reset. */
 	const sf_awp_pods *live = st->in->live_pods;
 	if (!live || st->in->live_pods_ms < from + grace) {
-		act(st, SF_AWP_ACT_LIST_PODS, 0);
-		st->plan->why = "too few pods in the cache; confirming with a live list";
-		requeue(st, REQUEUE_LIVE_PODS_MS);
+		confirm_with_live_list(st);
 		return;
 	}
 	if ((int64_t)live->running + live->succeeded >= st->in->expected_pods) {
@@ -1050,17 +1057,15 @@ static void step_running(step *st)
 	 * that misses pods the live list finds (Pending, pulling an image)
 	 * must not cut their warmup grace down to the admission grace. */
 	int64_t live_grace = pods_grace(st, live);
+	if (st->now < from + live_grace) {
+		st->plan->suppressed_pods = 1;
+		st->plan->why = "too few pods in the cache, all of them in a live list";
+		int64_t left = from + live_grace - st->now;
+		requeue(st, left < REQUEUE_LIVE_PODS_MS ? left : REQUEUE_LIVE_PODS_MS);
+		return;
+	}
 	if (st->in->live_pods_ms < from + live_grace) {
-		if (st->now < from + live_grace) {
-			st->plan->suppressed_pods = 1;
-			st->plan->why = "too few pods in the cache, all of them in a live list";
-			int64_t left = from + live_grace - st->now;
-			requeue(st, left < REQUEUE_LIVE_PODS_MS ? left : REQUEUE_LIVE_PODS_MS);
-		} else {
-			act(st, SF_AWP_ACT_LIST_PODS, 0);
-			st->plan->why = "too few pods in the cache; confirming with a live list";
-			requeue(st, REQUEUE_LIVE_PODS_MS);
-		}
+		confirm_with_live_list(st); /* answered before that grace expired */
 		return;
 	}
 	snprintf(detail, sizeof(detail), "%d pods pending; %d pods running; %d pods succeeded",
