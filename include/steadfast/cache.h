@@ -55,6 +55,10 @@ int sf_rv_cmp(const char *a, const char *b);
 /* 1 when rv is a canonical etcd revision: non-empty decimal digits with no
  * leading zero ("0" itself aside). */
 int sf_rv_canonical(const char *rv);
+/* The etcd revision a canonical resourceVersion names, into *out: 0,
+ * -EINVAL (not canonical), -ERANGE (beyond 64 bits). Numbers order as
+ * sf_rv_order orders their texts. */
+int sf_rv_number(const char *rv, uint64_t *out);
 /* Orders two resourceVersions *of the same resource* into *out (<0, 0,
  * >0), or refuses with -EINVAL when either is not canonical: the API only
  * promises that resourceVersions are opaque, so an ordering is taken only

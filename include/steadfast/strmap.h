@@ -29,6 +29,16 @@ typedef void (*sf_strmap_free_fn)(void *val);
 
 /* hint: expected number of entries (0 = small). 0 and *out, or -ENOMEM. */
 int sf_strmap_new(unsigned flags, size_t hint, sf_strmap **out);
+
+/* A keyed map: every value holds its own key and key_of returns it, so a
+ * slot keeps only the value (8 bytes instead of 16). Values must not be
+ * NULL, and put refuses (-EINVAL) a value whose key_of is not the key
+ * given; the value keeps that key alive and unchanged while it is in the
+ * map. A value may be replaced by another carrying an equal key. Keys are
+ * borrowed (SF_STRMAP_BORROW_KEYS is implied); sf_strmap_next returns
+ * key_of's pointer. 0 and *out, -EINVAL (key_of NULL), -ENOMEM. */
+typedef const char *(*sf_strmap_key_fn)(const void *val);
+int sf_strmap_new_keyed(sf_strmap_key_fn key_of, size_t hint, sf_strmap **out);
 /* Frees the map and its own key copies; free_val (may be NULL) is called on
  * each value. NULL m is a no-op. */
 void sf_strmap_free(sf_strmap *m, sf_strmap_free_fn free_val);

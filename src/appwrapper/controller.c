@@ -80,8 +80,9 @@ typedef struct comp_mem {
 } comp_mem;
 
 typedef struct aw_mem {
-	const char *uid; /* points into strs, after the key the map borrows */
-	char written_rv[32];
+	/* the resourceVersion our last write returned, as its etcd revision
+	 * (0 = none, or one that does not order: sf_rv_number) */
+	uint64_t written_rv;
 	size_t n;
 	comp_mem *comp;
 	/* the last live LIST of the pods (SF_AWP_ACT_LIST_PODS), for the
@@ -91,8 +92,18 @@ typedef struct aw_mem {
 	/* the nodes the last live node reads (SF_AWP_ACT_VERIFY_NODES)
 	 * confirmed NoExecute for a pod there, for the next step only; owned */
 	sf_awp_nodes *noexec_live;
-	char strs[]; /* key, then uid, NUL-terminated */
+	char strs[]; /* key (the map's), then uid, NUL-terminated */
 } aw_mem;
+
+static const char *mem_key(const void *m)
+{
+	return ((const aw_mem *)m)->strs;
+}
+
+static const char *mem_uid(const aw_mem *m)
+{
+	return m->strs + strlen(m->strs) + 1;
+}
 
 /* ---- requests in flight ---- */
 
@@ -228,7 +239,7 @@ static void mem_free(void *v)
 static aw_mem *mem_get(sf_awctl *c, const char *key, const sf_obj *aw, size_t ncomp)
 {
 	aw_mem *m = sf_strmap_get(c->mem, key);
-	if (m && strcmp(m->uid, aw->uid) != 0) {
+	if (m && strcmp(mem_uid(m), aw->uid) != 0) {
 		/* a new object under an old name */
 		sf_strmap_remove(c->mem, key, NULL);
 		mem_free(m);
@@ -241,7 +252,6 @@ static aw_mem *mem_get(sf_awctl *c, const char *key, const sf_obj *aw, size_t nc
 			return NULL;
 		memcpy(m->strs, key, kl + 1);
 		memcpy(m->strs + kl + 1, aw->uid, ul + 1);
-		m->uid = m->strs + kl + 1;
 		if (sf_strmap_put(c->mem, m->strs, m, NULL) < 0) {
 			free(m);
 			return NULL;
@@ -1416,8 +1426,8 @@ static void write_done(req *r, const sf_kube_result *res)
 	if (sf_kube_ok(res)) {
 		o->wrote = 1;
 		aw_mem *m = op_mem(o);
-		if (m && res->obj)
-			snprintf(m->written_rv, sizeof(m->written_rv), "%s", res->obj->rv);
+		if (m && res->obj && sf_rv_number(res->obj->rv, &m->written_rv) < 0)
+			m->written_rv = 0; /* one that does not order: no wait for it */
 		if (o->status_write) {
 			c->st.status_writes++;
 			if (o->plan.to != o->plan.from) {
@@ -1703,8 +1713,8 @@ static void process(void *ud, const char *key)
 		op_finish(o);
 		return;
 	}
-	int ord;
-	if (m->written_rv[0] && sf_rv_order(aw->rv, m->written_rv, &ord) == 0 && ord < 0) {
+	uint64_t seen;
+	if (m->written_rv && sf_rv_number(aw->rv, &seen) == 0 && seen < m->written_rv) {
 		/* our own last write is not in the cache yet: its event will
 		 * bring this key back */
 		op_finish(o);
@@ -1842,7 +1852,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	};
 	sf_events_opts eo = {.component = "appwrapper-controller",
 	                     .instance = opts ? opts->identity : NULL};
-	if ((rc = sf_strmap_new(SF_STRMAP_BORROW_KEYS, 64, &c->mem)) < 0 ||
+	if ((rc = sf_strmap_new_keyed(mem_key, 64, &c->mem)) < 0 ||
 	    (rc = sf_strmap_new(0, 8, &c->phase_counts)) < 0 ||
 	    (rc = sf_queue_new(loop, &q, &c->queue)) < 0 ||
 	    (rc = sf_events_new(loop, client, &eo, &c->events)) < 0)

@@ -57,6 +57,11 @@ typedef struct owner {
 	sf_kind *k[];
 } owner;
 
+static const char *owner_key_of(const void *o)
+{
+	return ((const owner *)o)->key;
+}
+
 /* An informer being stopped; freed with itself in its callback. */
 typedef struct retiring {
 	sf_kinds *ks;
@@ -539,7 +544,7 @@ int sf_kinds_new(uv_loop_t *loop, sf_kube_client *client, const sf_kinds_opts *o
 	size_t nl = 0;
 	while (o->label_indexes && o->label_indexes[nl])
 		nl++;
-	int bad = sf_strmap_new(SF_STRMAP_BORROW_KEYS, 64, &ks->owners) < 0 ||
+	int bad = sf_strmap_new_keyed(owner_key_of, 64, &ks->owners) < 0 ||
 	          (o->ns && o->ns[0] && !(ks->ns = strdup(o->ns))) ||
 	          (o->label_selector && !(ks->selector = strdup(o->label_selector))) ||
 	          !(ks->label_indexes = calloc(nl + 1, sizeof(char *)));

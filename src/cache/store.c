@@ -151,6 +151,21 @@ int sf_rv_canonical(const char *rv)
 	return rv && all_digits(rv) && (rv[0] != '0' || rv[1] == '\0');
 }
 
+int sf_rv_number(const char *rv, uint64_t *out)
+{
+	if (!sf_rv_canonical(rv))
+		return -EINVAL;
+	uint64_t v = 0;
+	for (const char *p = rv; *p; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
 int sf_rv_order(const char *a, const char *b, int *out)
 {
 	if (!sf_rv_canonical(a) || !sf_rv_canonical(b))
@@ -404,12 +419,22 @@ static void emit(sf_store *s, sf_delta_type t, sf_obj *old, sf_obj *new_obj)
 
 /* ---- lifecycle ---- */
 
+static const char *entry_key(const void *e)
+{
+	return ((const entry *)e)->key;
+}
+
+static const char *bucket_key(const void *b)
+{
+	return ((const bucket *)b)->value;
+}
+
 sf_store *sf_store_new(void)
 {
 	sf_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	if (sf_strmap_new(SF_STRMAP_BORROW_KEYS, 0, &s->map)) {
+	if (sf_strmap_new_keyed(entry_key, 0, &s->map)) {
 		free(s);
 		return NULL;
 	}
@@ -478,7 +503,7 @@ static int add_index(sf_store *s, const char *name, sf_index_fn fn, void *ud, co
 	char *nm = strdup(name);
 	char *own = owned ? strdup(owned) : NULL;
 	sf_strmap *values = NULL;
-	if (!nm || (owned && !own) || sf_strmap_new(SF_STRMAP_BORROW_KEYS, 0, &values))
+	if (!nm || (owned && !own) || sf_strmap_new_keyed(bucket_key, 0, &values))
 		goto fail;
 	/* Buckets point at their index, so the array must not move while
 	 * objects are indexed: grow it by reallocating and re-pointing. */

@@ -217,6 +217,11 @@ static double ns_to_s(uint64_t from, uint64_t to)
 static void idle_cb(uv_idle_t *h);
 static void timer_cb(uv_timer_t *h);
 
+static const char *item_key(const void *it)
+{
+	return ((const qitem *)it)->key;
+}
+
 static qitem *item_lookup(const sf_queue *q, const char *key)
 {
 	return sf_strmap_get(q->items, key);
@@ -496,7 +501,7 @@ int sf_queue_new(uv_loop_t *loop, const sf_queue_opts *opts, sf_queue **out)
 	q->name = strdup(o.name ? o.name : "");
 	if (!q->name)
 		goto out;
-	rc = sf_strmap_new(SF_STRMAP_BORROW_KEYS, 0, &q->items);
+	rc = sf_strmap_new_keyed(item_key, 0, &q->items);
 	if (rc)
 		goto out;
 	rc = sf_ratelimiter_new(&o.limiter, &q->rl);
