@@ -72,6 +72,8 @@ typedef struct sf_awctl_opts {
  * show that nothing dropped is ever read. */
 extern const char *const SF_AWCTL_POD_FIELDS[];
 extern const char *const SF_AWCTL_COMPONENT_FIELDS[];
+/* What the AppWrapper cache drops (sf_obj_omit); it keeps the rest. */
+extern const char *const SF_AWCTL_AW_OMIT[];
 
 /* client is borrowed (writes pass its write gate). */
 int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *opts,

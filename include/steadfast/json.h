@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "steadfast/buf.h"
 
@@ -118,13 +119,23 @@ void sf_json_set_yajl_err(char *err, size_t errlen, size_t at, struct yajl_handl
 typedef struct sf_obj {
 	unsigned refs;
 	uint32_t len; /* of json */
-	/* metadata, NUL-terminated, "" when absent; point into this allocation */
+	/* metadata, NUL-terminated, "" when absent. name, uid and rv point
+	 * into this allocation, name at the end of the cache key
+	 * (sf_obj_key); ns is the copy every object of the namespace shares
+	 * (intern.h). */
 	const char *ns;
 	const char *name;
 	const char *uid;
 	const char *rv; /* resourceVersion */
 	char json[];    /* minified, NUL-terminated; never written once made */
 } sf_obj;
+
+/* The object's cache key, "namespace/name" or "name" (as sf_cache_key
+ * writes it), kept in the object: stores key their entries with it. */
+static inline const char *sf_obj_key(const sf_obj *o)
+{
+	return o->ns[0] ? o->name - strlen(o->ns) - 1 : o->name;
+}
 
 /* Copies already minified JSON (from sf_json_minify or a stream decoder)
  * into a new object with refs = 1 (surrounding whitespace is dropped).
@@ -159,6 +170,11 @@ sf_obj *sf_obj_strip_path(sf_obj *o, const char *path);
  * over the caller's reference, as above (o itself when nothing is
  * dropped). */
 sf_obj *sf_obj_project(sf_obj *o, const char *const *paths);
+/* Drops the members paths (NULL-terminated, at most 32, written as for
+ * sf_obj_project) name and keeps everything else: a cache transform for
+ * a kind whose controller reads nearly all of it. Takes over the caller's
+ * reference, as above (o itself when nothing is dropped). */
+sf_obj *sf_obj_omit(sf_obj *o, const char *const *paths);
 /* Bytes this object occupies in memory (for cache accounting). */
 size_t sf_obj_size(const sf_obj *o);
 

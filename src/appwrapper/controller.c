@@ -633,9 +633,27 @@ const char *const SF_AWCTL_COMPONENT_FIELDS[] = {
     NULL,
 };
 
+/* AppWrappers: the controller reads nearly all of one (the spec to build
+ * its components, the status it carries on, the annotations, labels,
+ * finalizers and deletion of its metadata), so their cache drops by name
+ * only what nothing reads: managedFields, the type (the cache holds one
+ * kind, and every owner reference, Event and request names it from
+ * constants), creationTimestamp and generation (no step reads either;
+ * conditions carry no observedGeneration). The status is never thinned:
+ * merge patches replace its lists whole. */
+const char *const SF_AWCTL_AW_OMIT[] = {
+    "apiVersion",          "kind", "metadata.managedFields", "metadata.creationTimestamp",
+    "metadata.generation", NULL,
+};
+
 static sf_obj *project_transform(void *ud, sf_obj *obj)
 {
 	return sf_obj_project(obj, ud);
+}
+
+static sf_obj *omit_transform(void *ud, sf_obj *obj)
+{
+	return sf_obj_omit(obj, ud);
 }
 
 static const sf_informer_handler aw_handler = {aw_add, aw_update, aw_delete, NULL};
@@ -656,6 +674,9 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	if (gvr == &SF_GVR_PODS) {
 		o.reflector.transform = project_transform;
 		o.reflector.transform_ud = (void *)SF_AWCTL_POD_FIELDS;
+	} else if (gvr == &SF_GVR_APPWRAPPERS) {
+		o.reflector.transform = omit_transform;
+		o.reflector.transform_ud = (void *)SF_AWCTL_AW_OMIT;
 	} else {
 		o.reflector.strip_managed_fields = 1;
 	}

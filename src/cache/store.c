@@ -2,13 +2,12 @@
  * store.c - keyed object store with secondary indexes (see cache.h).
  *
  * Layout. The store maps "namespace/name" to an entry; an entry holds the
- * object reference, its key (the map borrows it) and one array of index
- * nodes, one node per (index, value) the object falls under. Each index maps
- * a value to a bucket, and a bucket is an intrusive doubly linked list of
- * those nodes, so adding an object to, or removing it from, any index is
- * O(1) whatever the bucket's size (a namespace index can hold thousands of
- * objects under one value). Objects stay minified JSON (sf_obj); nothing
- * here builds a tree, so the store costs the JSON plus roughly a hundred
+ * object reference (the map reads the key from the object, sf_obj_key)
+ * and one array of index nodes, one node per (index, value) the object
+ * falls under. Each index maps a value to a bucket, and a bucket is an intrusive doubly linked list
+ * of those nodes, so adding an object to, or removing it from, any index is O(1) whatever the
+ * bucket's size (a namespace index can hold thousands of objects under one value). Objects stay
+ * minified JSON (sf_obj); nothing here builds a tree, so the store costs the JSON plus a few dozen
  * bytes per object and 32 bytes per index membership.
  *
  * Updates attach the new index nodes before detaching the old ones: only
@@ -59,11 +58,10 @@ struct store_index {
 };
 
 struct entry {
-	sf_obj *obj;
+	sf_obj *obj; /* holds the entry's key (sf_obj_key), never NULL in the map */
 	uint32_t gen;
 	uint32_t nnodes;
 	idx_node *nodes;
-	char key[];
 };
 
 struct sf_index_values {
@@ -421,7 +419,7 @@ static void emit(sf_store *s, sf_delta_type t, sf_obj *old, sf_obj *new_obj)
 
 static const char *entry_key(const void *e)
 {
-	return ((const entry *)e)->key;
+	return sf_obj_key(((const entry *)e)->obj);
 }
 
 static const char *bucket_key(const void *b)
@@ -446,7 +444,7 @@ sf_store *sf_store_new(void)
 static void entry_free(sf_store *s, entry *e)
 {
 	s->object_bytes -= sf_obj_size(e->obj);
-	s->own_bytes -= sizeof(*e) + strlen(e->key) + 1;
+	s->own_bytes -= sizeof(*e);
 	sf_obj_unref(e->obj);
 	free(e);
 }
@@ -567,12 +565,9 @@ int sf_store_add_namespace_index(sf_store *s)
 
 /* ---- mutation ---- */
 
-static int obj_key(const sf_obj *obj, char *buf)
+static const char *obj_key(const sf_obj *obj)
 {
-	if (!obj || !obj->name[0])
-		return -EINVAL;
-	int n = sf_cache_key(obj->ns, obj->name, buf, KEY_MAX);
-	return n < 0 ? -EINVAL : n;
+	return obj && obj->name[0] ? sf_obj_key(obj) : NULL;
 }
 
 /* The API server gives every change a new resourceVersion, so the same UID
@@ -590,39 +585,39 @@ static int same_object(const sf_obj *a, const sf_obj *b)
 
 static void remove_entry(sf_store *s, entry *e)
 {
-	sf_strmap_remove(s->map, e->key, NULL);
+	sf_strmap_remove(s->map, sf_obj_key(e->obj), NULL);
 	nodes_detach(s, e->nodes, e->nnodes);
 	nodes_free(s, e->nodes, e->nnodes);
 	sf_obj *old = e->obj;
 	e->obj = NULL;
 	s->object_bytes -= sf_obj_size(old);
-	s->own_bytes -= sizeof(*e) + strlen(e->key) + 1;
+	s->own_bytes -= sizeof(*e);
 	free(e);
 	s->counters.deletes++;
 	emit(s, SF_DELTA_DELETE, old, NULL);
 	sf_obj_unref(old);
 }
 
-static int insert_entry(sf_store *s, sf_obj *obj, const char *key, size_t kl)
+static int insert_entry(sf_store *s, sf_obj *obj)
 {
 	int rc = -ENOMEM;
-	entry *e = calloc(1, sizeof(*e) + kl + 1);
+	entry *e = calloc(1, sizeof(*e));
 	if (!e)
 		return rc;
-	memcpy(e->key, key, kl + 1);
 	rc = nodes_build(s, e, obj, &e->nodes, &e->nnodes);
 	if (rc)
 		goto fail;
-	if (sf_strmap_put(s->map, e->key, e, NULL) < 0) {
+	e->obj = obj; /* the map reads the key from it */
+	if (sf_strmap_put(s->map, sf_obj_key(obj), e, NULL) < 0) {
 		rc = -ENOMEM;
 		nodes_detach(s, e->nodes, e->nnodes);
 		nodes_free(s, e->nodes, e->nnodes);
 		goto fail;
 	}
-	e->obj = sf_obj_ref(obj);
+	sf_obj_ref(obj);
 	e->gen = s->gen;
 	s->object_bytes += sf_obj_size(obj);
-	s->own_bytes += sizeof(*e) + kl + 1;
+	s->own_bytes += sizeof(*e);
 	s->counters.adds++;
 	emit(s, SF_DELTA_ADD, NULL, obj);
 	return 0;
@@ -633,13 +628,12 @@ fail:
 
 int sf_store_upsert(sf_store *s, sf_obj *obj)
 {
-	char key[KEY_MAX];
-	int kl = obj_key(obj, key);
-	if (kl < 0)
-		return kl;
+	const char *key = obj_key(obj);
+	if (!key)
+		return -EINVAL;
 	entry *e = sf_strmap_get(s->map, key);
 	if (!e)
-		return insert_entry(s, obj, key, (size_t)kl);
+		return insert_entry(s, obj);
 	if (same_object(e->obj, obj)) {
 		e->gen = s->gen;
 		s->counters.unchanged++;
@@ -648,7 +642,7 @@ int sf_store_upsert(sf_store *s, sf_obj *obj)
 	if (e->obj->uid[0] && obj->uid[0] && strcmp(e->obj->uid, obj->uid) != 0) {
 		/* Same name, another object: the old one was deleted. */
 		remove_entry(s, e);
-		return insert_entry(s, obj, key, (size_t)kl);
+		return insert_entry(s, obj);
 	}
 	int rc = entry_reindex(s, e, obj);
 	if (rc)
@@ -675,10 +669,9 @@ int sf_store_delete_key(sf_store *s, const char *key)
 
 int sf_store_delete(sf_store *s, const sf_obj *obj)
 {
-	char key[KEY_MAX];
-	int kl = obj_key(obj, key);
-	if (kl < 0)
-		return kl;
+	const char *key = obj_key(obj);
+	if (!key)
+		return -EINVAL;
 	return sf_store_delete_key(s, key);
 }
 

@@ -20,6 +20,8 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
 
+#include "steadfast/intern.h"
+
 /* ---- scanning ---- */
 
 static int is_ws(char c)
@@ -696,23 +698,51 @@ sf_obj *sf_obj_new(const char *minified, size_t len)
 	sf_jv md = get_n((sf_jv){p, n}, "metadata", 8);
 	sf_jv f[4] = {sf_jv_get(md, "namespace"), sf_jv_get(md, "name"), sf_jv_get(md, "uid"),
 	              sf_jv_get(md, "resourceVersion")};
+	/* the namespace, decoded and cut at a NUL an escape may hold (as a C
+	 * string reads it), is shared; the key repeats it */
+	size_t nl = meta_len(f[0]);
+	char nsbuf[256], *ns = nl < sizeof(nsbuf) ? nsbuf : malloc(nl + 1);
+	if (!ns)
+		return NULL;
+	if (nl)
+		str_decode(f[0], ns, nl);
+	ns[nl] = '\0';
+	nl = strlen(ns);
+	const char *shared = sf_intern(ns, nl);
+	if (!shared) {
+		if (ns != nsbuf)
+			free(ns);
+		return NULL;
+	}
 	size_t fl[4];
-	size_t total = sizeof(sf_obj) + n + 1;
-	for (int i = 0; i < 4; i++) {
+	size_t total = sizeof(sf_obj) + n + 1 + (nl ? nl + 1 : 0);
+	for (int i = 1; i < 4; i++) {
 		fl[i] = meta_len(f[i]);
 		total += fl[i] + 1;
 	}
 	char *mem = malloc(total);
-	if (!mem)
+	if (!mem) {
+		sf_intern_release(shared);
+		if (ns != nsbuf)
+			free(ns);
 		return NULL;
+	}
 	sf_obj *o = (sf_obj *)(void *)mem;
 	char *w = o->json;
 	memcpy(w, p, n);
 	w[n] = '\0';
 	o->len = (uint32_t)n;
 	o->refs = 1;
+	o->ns = shared;
 	w += n + 1;
-	w = meta_put(w, f[0], fl[0], &o->ns);
+	/* the key: "ns/name", or "name"; name is its tail */
+	if (nl) {
+		memcpy(w, ns, nl);
+		w[nl] = '/';
+		w += nl + 1;
+	}
+	if (ns != nsbuf)
+		free(ns);
 	w = meta_put(w, f[1], fl[1], &o->name);
 	w = meta_put(w, f[2], fl[2], &o->uid);
 	meta_put(w, f[3], fl[3], &o->rv);
@@ -747,13 +777,16 @@ sf_obj *sf_obj_ref(sf_obj *o)
 
 void sf_obj_unref(sf_obj *o)
 {
-	if (o && __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) == 0)
+	if (o && __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		sf_intern_release(o->ns);
 		free(o);
+	}
 }
 
 size_t sf_obj_size(const sf_obj *o)
 {
-	/* The strings follow the struct in order json, ns, name, uid, rv. */
+	/* The strings follow the struct in order json, key, uid, rv; the
+	 * namespace is shared (intern.h). */
 	return (size_t)(o->rv + strlen(o->rv) + 1 - (const char *)o);
 }
 
@@ -947,6 +980,89 @@ sf_obj *sf_obj_project(sf_obj *o, const char *const *paths)
 	sf_buf b;
 	sf_buf_init(&b, 0);
 	int failed = proj_object(sf_obj_root(o), paths, n, &b) != 0;
+	return obj_replace(o, &b, failed || b.len >= o->len); /* nothing dropped: keep o */
+}
+
+/* ---- omission (the opposite cache transform) ---- */
+
+static int omit_value(sf_jv v, const char *const *paths, size_t n, sf_buf *out);
+
+/* Writes object obj without the members paths[0..n) name. */
+static int omit_object(sf_jv obj, const char *const *paths, size_t n, sf_buf *out)
+{
+	int rc = sf_buf_putc(out, '{');
+	int first = 1;
+	sf_jv_iter it = sf_jv_iter_init(obj);
+	sf_jv k, v;
+	while (rc == 0 && sf_jv_next(&it, &k, &v)) {
+		const char *sub[PROJ_MAX];
+		size_t nsub = 0;
+		int drop = 0, each = 0;
+		for (size_t i = 0; i < n; i++) {
+			const char *rest;
+			int e;
+			if (!proj_seg(paths[i], k, &rest, &e))
+				continue;
+			if (!*rest && !e)
+				drop = 1;
+			else if (*rest) {
+				each |= e;
+				sub[nsub++] = rest;
+			}
+		}
+		if (drop)
+			continue;
+		if (!first)
+			rc = sf_buf_putc(out, ',');
+		first = 0;
+		if (rc == 0)
+			rc = sf_buf_append(out, k.p, k.n);
+		if (rc == 0)
+			rc = sf_buf_putc(out, ':');
+		if (rc)
+			break;
+		if (each && sf_jv_type(v) == SF_JSON_ARRAY) {
+			rc = sf_buf_putc(out, '[');
+			sf_jv_iter ai = sf_jv_iter_init(v);
+			sf_jv e;
+			int efirst = 1;
+			while (rc == 0 && sf_jv_next(&ai, NULL, &e)) {
+				if (!efirst)
+					rc = sf_buf_putc(out, ',');
+				efirst = 0;
+				if (rc == 0)
+					rc = omit_value(e, sub, nsub, out);
+			}
+			if (rc == 0)
+				rc = sf_buf_putc(out, ']');
+		} else if (nsub) {
+			rc = omit_value(v, sub, nsub, out);
+		} else {
+			rc = sf_buf_append(out, v.p, v.n);
+		}
+	}
+	return rc ? rc : sf_buf_putc(out, '}');
+}
+
+static int omit_value(sf_jv v, const char *const *paths, size_t n, sf_buf *out)
+{
+	if (sf_jv_type(v) == SF_JSON_OBJECT)
+		return omit_object(v, paths, n, out);
+	return sf_buf_append(out, v.p, v.n);
+}
+
+sf_obj *sf_obj_omit(sf_obj *o, const char *const *paths)
+{
+	if (!o || !paths)
+		return o;
+	size_t n = 0;
+	while (paths[n])
+		n++;
+	if (n > PROJ_MAX)
+		return o;
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	int failed = omit_object(sf_obj_root(o), paths, n, &b) != 0;
 	return obj_replace(o, &b, failed || b.len >= o->len); /* nothing dropped: keep o */
 }
 

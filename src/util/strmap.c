@@ -40,8 +40,8 @@ struct sf_strmap {
 	size_t tombs;
 	uint64_t seed;
 	unsigned flags;
-	size_t stride;             /* words per slot: 2 (key, value) or 1 (keyed: value) */
-	sf_strmap_key_fn key_of;   /* keyed maps */
+	size_t stride;           /* words per slot: 2 (key, value) or 1 (keyed: value) */
+	sf_strmap_key_fn key_of; /* keyed maps */
 };
 
 static const char tomb_mark;

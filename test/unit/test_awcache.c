@@ -3,7 +3,8 @@
  * never reads: every pod and component below, as the API server writes
  * them (managedFields aside), is read through the same functions the
  * controller uses, whole and as its caches keep it, and gives the same
- * answers.
+ * answers; so is every AppWrapper below, in each phase, through the phase
+ * machine and the component builder.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "steadfast/awphase.h"
 #include "steadfast/cache.h"
 #include "steadfast/controller.h"
+#include "steadfast/jdoc.h"
 #include "steadfast/json.h"
 
 #define META(extra)                                                                                \
@@ -202,6 +204,144 @@ Test(awcache, projections_drop_managed_fields)
 		cr_assert_null(strstr(kept->json, "managedFields"), "%s", kept->json);
 		cr_assert_null(strstr(kept->json, "fieldsV1"), "%s", kept->json);
 		cr_assert_str_eq(kept->uid, "u-p");
+		sf_obj_unref(kept);
+	}
+}
+
+/* ---- AppWrappers ---- */
+
+#define AW_META(extra)                                                                             \
+	"{\"apiVersion\":\"workload.codeflare.dev/"                                                \
+	"v1beta2\",\"kind\":\"AppWrapper\",\"metadata\":{"                                         \
+	"\"name\":\"aw\",\"namespace\":\"team\",\"uid\":\"u-aw\",\"resourceVersion\":\"41\","      \
+	"\"generation\":3,\"creationTimestamp\":\"2026-12-01T09:59:00Z\",\"labels\":{"             \
+	"\"workload.codeflare.dev/user\":\"alice\",\"kueue.x-k8s.io/queue-name\":\"q\"},"          \
+	"\"annotations\":{\"workload.codeflare.dev.appwrapper/"                                    \
+	"warmupGracePeriodDuration\":\"2h\"},"                                                     \
+	"\"managedFields\":[{\"manager\":\"kubectl\",\"operation\":\"Update\",\"fieldsType\":"     \
+	"\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{}}}]" extra "}"
+
+#define AW_SPEC(suspend)                                                                           \
+	",\"spec\":{\"suspend\":" suspend ",\"components\":[{\"template\":{\"apiVersion\":"        \
+	"\"batch/"                                                                                 \
+	"v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"aw-job\"},\"spec\":{\"template\":{"        \
+	"\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\",\"image\":"      \
+	"\"busybox\",\"resources\":{\"requests\":{\"cpu\":\"10m\"}}}]}}}}}]}"
+
+#define AW_COND(type, status, reason)                                                              \
+	"{\"type\":\"" type "\",\"status\":\"" status "\",\"reason\":\"" reason "\",\"message\":"  \
+	"\"Suspend is false\",\"lastTransitionTime\":\"2026-12-01T10:00:00Z\"}"
+
+#define AW_STATUS(phase, conds, comp_conds)                                                        \
+	",\"status\":{\"phase\":\"" phase "\",\"conditions\":[" conds "],\"componentStatus\":[{"   \
+	"\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\"aw-job\",\"podSets\":[{"          \
+	"\"path\":\"template.spec.template\",\"replicas\":1}],\"conditions\":[" comp_conds "]}]}}"
+
+#define FIN_META ",\"finalizers\":[\"workload.codeflare.dev/finalizer\"]"
+#define ADMITTED                                                                                   \
+	AW_COND("QuotaReserved", "True", "Resuming")                                               \
+	"," AW_COND("ResourcesDeployed", "True", "Resuming")
+
+/* One AppWrapper in each phase the controller steps it through: new (no
+ * finalizer), finalized without status, Suspended and admitted, Resuming
+ * (its component not created yet), Running, and being deleted. */
+static const char *const AWS[] = {
+    AW_META("") AW_SPEC("true") "}",
+    AW_META(FIN_META) AW_SPEC("true") "}",
+    AW_META(FIN_META) AW_SPEC("false") AW_STATUS("Suspended", "", ""),
+    AW_META(FIN_META) AW_SPEC("false") AW_STATUS("Resuming", ADMITTED, ""),
+    AW_META(FIN_META) AW_SPEC("false") AW_STATUS(
+        "Running", ADMITTED, AW_COND("ResourcesDeployed", "True", "ComponentCreatedSuccessfully")),
+    AW_META(FIN_META ",\"deletionTimestamp\":\"2026-12-01T10:10:00Z\"") AW_SPEC("false") AW_STATUS(
+        "Running", ADMITTED, AW_COND("ResourcesDeployed", "True", "ComponentCreatedSuccessfully")),
+};
+
+static void same_plan(const sf_awp_plan *a, const sf_awp_plan *b, size_t i)
+{
+	cr_assert_eq(a->from, b->from, "AppWrapper %zu", i);
+	cr_assert_eq(a->to, b->to, "AppWrapper %zu", i);
+	cr_assert(sf_jd_equal(a->status, b->status), "AppWrapper %zu: another status", i);
+	cr_assert(sf_jd_equal(a->meta_patch, b->meta_patch), "AppWrapper %zu: another patch", i);
+	cr_assert_eq(a->nacts, b->nacts, "AppWrapper %zu", i);
+	if (a->nacts)
+		cr_assert_eq(memcmp(a->acts, b->acts, a->nacts * sizeof(*a->acts)), 0, "%zu", i);
+	cr_assert_eq(a->nevents, b->nevents, "AppWrapper %zu", i);
+	cr_assert_eq(memcmp(a->events, b->events, a->nevents * sizeof(a->events[0])), 0, "%zu", i);
+	cr_assert_eq(a->requeue_ms, b->requeue_ms, "AppWrapper %zu", i);
+	cr_assert_str_eq(a->why ? a->why : "", b->why ? b->why : "", "AppWrapper %zu", i);
+}
+
+static void step(const sf_obj *aw, const sf_aw_config *c, sf_awp_plan *plan)
+{
+	sf_aw_settings s;
+	sf_aw_settings_resolve(c, sf_jv_path(sf_obj_root(aw), "metadata.annotations"), &s);
+	sf_awp_comp comp[1] = {{0}};
+	sf_awp_pods pods = {0};
+	sf_awp_input in = {
+	    .aw = sf_obj_root(aw),
+	    .cfg = c,
+	    .s = &s,
+	    .now_ms = 1800000000000LL,
+	    .comp = comp,
+	    .ncomp = 1,
+	    .pods = &pods,
+	    .expected_pods = 1,
+	};
+	char err[256];
+	memset(plan, 0, sizeof(*plan));
+	cr_assert_eq(sf_awp_step(&in, plan, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(awcache, an_appwrapper_as_cached_steps_and_builds_as_the_whole_one)
+{
+	sf_aw_config c;
+	sf_awcfg_defaults(&c);
+	for (size_t i = 0; i < sizeof(AWS) / sizeof(AWS[0]); i++) {
+		sf_obj *whole = obj(AWS[i]);
+		sf_obj *kept = sf_obj_omit(sf_obj_ref(whole), SF_AWCTL_AW_OMIT);
+		cr_assert_lt(kept->len, whole->len, "AppWrapper %zu: %s", i, kept->json);
+		for (const char *const *f = SF_AWCTL_AW_OMIT; *f; f++)
+			cr_assert_not(sf_jv_ok(sf_jv_path(sf_obj_root(kept), *f)), "%s kept: %s",
+			              *f, kept->json);
+		cr_assert_str_eq(sf_obj_key(kept), sf_obj_key(whole));
+		cr_assert_str_eq(kept->uid, whole->uid);
+		cr_assert_str_eq(kept->rv, whole->rv);
+		/* what is kept is kept as it was */
+		const char *same[] = {"spec",
+		                      "status",
+		                      "metadata.labels",
+		                      "metadata.annotations",
+		                      "metadata.finalizers",
+		                      "metadata.deletionTimestamp"};
+		for (size_t j = 0; j < sizeof(same) / sizeof(same[0]); j++) {
+			sf_jv x = sf_jv_path(sf_obj_root(whole), same[j]);
+			sf_jv y = sf_jv_path(sf_obj_root(kept), same[j]);
+			cr_assert(x.n == y.n && (!x.n || memcmp(x.p, y.p, x.n) == 0),
+			          "AppWrapper %zu: %s", i, same[j]);
+		}
+		sf_awp_plan a, b;
+		step(whole, &c, &a);
+		step(kept, &c, &b);
+		same_plan(&a, &b, i);
+		sf_awp_plan_free(&a);
+		sf_awp_plan_free(&b);
+
+		sf_awc_build_opts bo = {.scheduler_name = "sched", .autopilot = &c.autopilot};
+		sf_jd *x = NULL, *y = NULL;
+		int fx = 0, fy = 0;
+		char err[256];
+		cr_assert_eq(sf_awc_build(sf_obj_root(whole), 0, &bo, &x, &fx, err, sizeof(err)), 0,
+		             "%s", err);
+		cr_assert_eq(sf_awc_build(sf_obj_root(kept), 0, &bo, &y, &fy, err, sizeof(err)), 0,
+		             "%s", err);
+		cr_assert(sf_jd_equal(x, y), "AppWrapper %zu: another component", i);
+		sf_jd_free(x);
+		sf_jd_free(y);
+		int64_t px = 0, py = 0;
+		cr_assert_eq(sf_awc_expected_pods(sf_obj_root(whole), &px, err, sizeof(err)), 0);
+		cr_assert_eq(sf_awc_expected_pods(sf_obj_root(kept), &py, err, sizeof(err)), 0);
+		cr_assert_eq(px, py);
+		sf_obj_unref(whole);
 		sf_obj_unref(kept);
 	}
 }

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/cache.h"
+#include "steadfast/intern.h"
 #include "steadfast/json.h"
 
 static sf_jv root(const char *s)
@@ -480,6 +482,62 @@ Test(json, obj_edge_cases)
 	sf_obj_unref(o);
 }
 
+static sf_obj *obj_in(const char *ns_json, const char *name)
+{
+	char j[1024];
+	snprintf(j, sizeof(j), "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\"}}", ns_json,
+	         name);
+	sf_obj *o = sf_obj_new(j, strlen(j));
+	cr_assert_not_null(o, "%s", j);
+	return o;
+}
+
+/* The cache key lives in the object (what sf_cache_key writes), and the
+ * objects of a namespace share one copy of its name, held while any of
+ * them lives. */
+Test(json, obj_key_and_shared_namespace)
+{
+	size_t before = sf_intern_count();
+	sf_obj *a = obj_in("team", "web-0"), *b = obj_in("te\\u0061m", "web-1");
+	cr_expect_str_eq(sf_obj_key(a), "team/web-0");
+	cr_expect_str_eq(sf_obj_key(b), "team/web-1");
+	cr_expect_str_eq(a->name, "web-0");
+	cr_expect_eq(a->ns, b->ns, "one copy of the namespace");
+	cr_expect_eq(sf_intern_count(), before + 1);
+	char key[64];
+	cr_assert_gt(sf_cache_key(a->ns, a->name, key, sizeof(key)), 0);
+	cr_expect_str_eq(sf_obj_key(a), key);
+	sf_obj_unref(a);
+	cr_expect_str_eq(b->ns, "team", "still held by the other");
+	sf_obj_unref(b);
+	cr_expect_eq(sf_intern_count(), before, "the last object released it");
+
+	/* cluster-scoped: the key is the name */
+	const char *j = "{\"metadata\":{\"name\":\"node-1\"}}";
+	sf_obj *c = sf_obj_new(j, strlen(j));
+	cr_assert_not_null(c);
+	cr_expect_str_eq(c->ns, "");
+	cr_expect_eq(sf_obj_key(c), c->name);
+	sf_obj_unref(c);
+
+	/* an escaped NUL ends the namespace as a C string reads it, and the
+	 * key agrees */
+	sf_obj *d = obj_in("a\\u0000b", "x");
+	cr_expect_str_eq(d->ns, "a");
+	cr_expect_str_eq(sf_obj_key(d), "a/x");
+	sf_obj_unref(d);
+
+	/* longer than any namespace the API allows: still read whole */
+	char lng[301];
+	memset(lng, 'n', 300);
+	lng[300] = '\0';
+	sf_obj *e = obj_in(lng, "y");
+	cr_expect_eq(strlen(e->ns), 300);
+	cr_expect_eq(strlen(sf_obj_key(e)), 302);
+	sf_obj_unref(e);
+	cr_expect_eq(sf_intern_count(), before);
+}
+
 Test(json, obj_parse)
 {
 	char err[128] = "";
@@ -632,6 +690,40 @@ Test(json, project_keeps_the_named_members_and_drops_the_rest)
 		cr_assert_eq(sf_jv_type(root), SF_JSON_OBJECT, "case %zu: not valid JSON", i);
 		sf_obj_unref(p);
 	}
+}
+
+/* The opposite transform: the named members go, whatever they hold, and
+ * everything else stays byte for byte; with nothing to drop the object
+ * itself is kept (no copy). */
+Test(json, omit_drops_the_named_members_and_keeps_the_rest)
+{
+	static const char *const paths[] = {"kind", "metadata.managedFields", "items[].secret",
+	                                    "metadata.labels.'a.b/c'", NULL};
+	const char *cases[][2] = {
+	    {"{\"kind\":\"K\",\"metadata\":{\"name\":\"n\",\"managedFields\":[{\"m\":1}],\"uid\":"
+	     "\"u\"},\"spec\":{\"kind\":\"inner\"}}",
+	     "{\"metadata\":{\"name\":\"n\",\"uid\":\"u\"},\"spec\":{\"kind\":\"inner\"}}"},
+	    {"{\"metadata\":{\"labels\":{\"a.b/"
+	     "c\":\"x\",\"d\":\"y\"}},\"items\":[{\"secret\":1,\"k\":2},3,{}]}",
+	     "{\"metadata\":{\"labels\":{\"d\":\"y\"}},\"items\":[{\"k\":2},3,{}]}"},
+	    /* a path through something that is not an object leaves it be */
+	    {"{\"metadata\":\"m\",\"x\":1,\"kind\":[]}", "{\"metadata\":\"m\",\"x\":1}"},
+	    {"{\"kind\":1}", "{}"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sf_obj *o = sf_obj_new(cases[i][0], strlen(cases[i][0]));
+		cr_assert_not_null(o);
+		sf_obj *p = sf_obj_omit(o, paths);
+		cr_assert_str_eq(p->json, cases[i][1], "case %zu", i);
+		cr_assert_eq(sf_jv_type(sf_jv_root(p->json, p->len)), SF_JSON_OBJECT, "case %zu",
+		             i);
+		sf_obj_unref(p);
+	}
+	const char *keep = "{\"metadata\":{\"name\":\"n\"},\"spec\":{}}";
+	sf_obj *o = sf_obj_new(keep, strlen(keep));
+	cr_assert_not_null(o);
+	cr_assert_eq(sf_obj_omit(o, paths), o, "nothing to drop: the same object");
+	sf_obj_unref(o);
 }
 
 Test(json, project_a_quoted_segment_keeps_one_label)
