@@ -4,10 +4,10 @@
  * The input is minified with sf_json_minify; when that succeeds the result
  * must be stable (minifying it again changes nothing), be one value that the
  * views read completely and consistently, and become an sf_obj whose metadata
- * matches what the views say. Independently, the views, sf_jv_path and
+ * matches what the views say (its cache key too). Independently, the views, sf_jv_path and
  * sf_obj_new run on the raw input bytes, which are usually not JSON at all:
- * they must never read outside them. The cache transforms (projection and
- * path stripping) run on every object: what they return is minified JSON
+ * they must never read outside them. The cache transforms (projection,
+ * omission and path stripping) run on every object: what they return is minified JSON
  * again (minifying it changes nothing), still an object, never longer.
  */
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steadfast/cache.h"
 #include "steadfast/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -171,6 +172,9 @@ static void check_obj(const sf_obj *o)
 		CHECK(strcmp(have[i], s ? s : "") == 0);
 		free(s);
 	}
+	char key[1024];
+	if (o->name[0] && sf_cache_key(o->ns, o->name, key, sizeof(key)) > 0)
+		CHECK(strcmp(sf_obj_key(o), key) == 0);
 }
 
 /* Takes over o. */
@@ -182,12 +186,14 @@ static void transforms(sf_obj *o)
 	                                    "metadata.uid",     "metadata.annotations.'a.b/c'",
 	                                    NULL};
 	size_t len = o->len;
+	sf_obj *m = sf_obj_omit(sf_obj_ref(o), paths);
+	CHECK(m->len <= len);
 	sf_obj *p = sf_obj_project(o, paths);
 	CHECK(p->len <= len);
 	sf_obj *q = sf_obj_strip_path(sf_obj_ref(p), "metadata.labels");
 	CHECK(q->len <= p->len);
-	sf_obj *objs[] = {p, q};
-	for (int i = 0; i < 2; i++) {
+	sf_obj *objs[] = {p, q, m};
+	for (int i = 0; i < 3; i++) {
 		sf_buf again;
 		char err[64];
 		sf_buf_init(&again, 0);
@@ -197,6 +203,7 @@ static void transforms(sf_obj *o)
 		CHECK(sf_jv_type(sf_obj_root(objs[i])) == SF_JSON_OBJECT);
 		sf_buf_free(&again);
 	}
+	sf_obj_unref(m);
 	sf_obj_unref(q);
 	sf_obj_unref(p);
 }
