@@ -891,10 +891,13 @@ static int proj_seg(const char *p, sf_jv key, const char **rest, int *each)
 	return 1;
 }
 
-static int proj_value(sf_jv v, const char *const *paths, size_t n, sf_buf *out);
+static int walk_value(sf_jv v, const char *const *paths, size_t n, int omit, sf_buf *out);
 
-/* Writes the members of object obj that paths[0..n) name. */
-static int proj_object(sf_jv obj, const char *const *paths, size_t n, sf_buf *out)
+/* Writes object obj with the members paths[0..n) keep (omit 0: the ones
+ * they name, and what they name below) or leave (omit 1: all but those).
+ * A path names a member whole when it ends there, with or without [];
+ * a longer one names parts of it. */
+static int walk_object(sf_jv obj, const char *const *paths, size_t n, int omit, sf_buf *out)
 {
 	int rc = sf_buf_putc(out, '{');
 	int first = 1;
@@ -909,16 +912,14 @@ static int proj_object(sf_jv obj, const char *const *paths, size_t n, sf_buf *ou
 			int e;
 			if (!proj_seg(paths[i], k, &rest, &e))
 				continue;
-			if (!*rest && !e)
+			if (!*rest) {
 				whole = 1;
-			else if (!*rest)
-				each = 1, sub[nsub++] = NULL; /* every element whole */
-			else {
+			} else {
 				each |= e;
 				sub[nsub++] = rest;
 			}
 		}
-		if (!whole && nsub == 0)
+		if (omit ? whole : !whole && nsub == 0)
 			continue;
 		if (!first)
 			rc = sf_buf_putc(out, ',');
@@ -929,16 +930,9 @@ static int proj_object(sf_jv obj, const char *const *paths, size_t n, sf_buf *ou
 			rc = sf_buf_putc(out, ':');
 		if (rc)
 			break;
-		if (whole) {
+		if (omit ? nsub == 0 : whole) {
 			rc = sf_buf_append(out, v.p, v.n);
 		} else if (each && sf_jv_type(v) == SF_JSON_ARRAY) {
-			int all = 0;
-			for (size_t i = 0; i < nsub; i++)
-				all |= sub[i] == NULL;
-			if (all) {
-				rc = sf_buf_append(out, v.p, v.n);
-				continue;
-			}
 			rc = sf_buf_putc(out, '[');
 			sf_jv_iter ai = sf_jv_iter_init(v);
 			sf_jv e;
@@ -948,122 +942,49 @@ static int proj_object(sf_jv obj, const char *const *paths, size_t n, sf_buf *ou
 					rc = sf_buf_putc(out, ',');
 				efirst = 0;
 				if (rc == 0)
-					rc = proj_value(e, sub, nsub, out);
+					rc = walk_value(e, sub, nsub, omit, out);
 			}
 			if (rc == 0)
 				rc = sf_buf_putc(out, ']');
 		} else {
-			rc = proj_value(v, sub, nsub, out);
+			rc = walk_value(v, sub, nsub, omit, out);
 		}
 	}
 	return rc ? rc : sf_buf_putc(out, '}');
 }
 
-/* A value whose kept parts paths name: objects are projected, anything
- * else (which a path cannot reach into) is kept whole. */
-static int proj_value(sf_jv v, const char *const *paths, size_t n, sf_buf *out)
+/* A value whose parts paths name: objects are walked, anything else
+ * (which a path cannot reach into) is kept whole. */
+static int walk_value(sf_jv v, const char *const *paths, size_t n, int omit, sf_buf *out)
 {
 	if (sf_jv_type(v) == SF_JSON_OBJECT)
-		return proj_object(v, paths, n, out);
+		return walk_object(v, paths, n, omit, out);
 	return sf_buf_append(out, v.p, v.n);
+}
+
+static sf_obj *obj_walk(sf_obj *o, const char *const *paths, int omit)
+{
+	if (!o || !paths)
+		return o;
+	size_t n = 0;
+	while (paths[n])
+		n++;
+	if (n > PROJ_MAX)
+		return o;
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	int failed = walk_object(sf_obj_root(o), paths, n, omit, &b) != 0;
+	return obj_replace(o, &b, failed || b.len >= o->len); /* nothing dropped: keep o */
 }
 
 sf_obj *sf_obj_project(sf_obj *o, const char *const *paths)
 {
-	if (!o || !paths)
-		return o;
-	size_t n = 0;
-	while (paths[n])
-		n++;
-	if (n > PROJ_MAX)
-		return o;
-	sf_buf b;
-	sf_buf_init(&b, 0);
-	int failed = proj_object(sf_obj_root(o), paths, n, &b) != 0;
-	return obj_replace(o, &b, failed || b.len >= o->len); /* nothing dropped: keep o */
-}
-
-/* ---- omission (the opposite cache transform) ---- */
-
-static int omit_value(sf_jv v, const char *const *paths, size_t n, sf_buf *out);
-
-/* Writes object obj without the members paths[0..n) name. */
-static int omit_object(sf_jv obj, const char *const *paths, size_t n, sf_buf *out)
-{
-	int rc = sf_buf_putc(out, '{');
-	int first = 1;
-	sf_jv_iter it = sf_jv_iter_init(obj);
-	sf_jv k, v;
-	while (rc == 0 && sf_jv_next(&it, &k, &v)) {
-		const char *sub[PROJ_MAX];
-		size_t nsub = 0;
-		int drop = 0, each = 0;
-		for (size_t i = 0; i < n; i++) {
-			const char *rest;
-			int e;
-			if (!proj_seg(paths[i], k, &rest, &e))
-				continue;
-			if (!*rest && !e)
-				drop = 1;
-			else if (*rest) {
-				each |= e;
-				sub[nsub++] = rest;
-			}
-		}
-		if (drop)
-			continue;
-		if (!first)
-			rc = sf_buf_putc(out, ',');
-		first = 0;
-		if (rc == 0)
-			rc = sf_buf_append(out, k.p, k.n);
-		if (rc == 0)
-			rc = sf_buf_putc(out, ':');
-		if (rc)
-			break;
-		if (each && sf_jv_type(v) == SF_JSON_ARRAY) {
-			rc = sf_buf_putc(out, '[');
-			sf_jv_iter ai = sf_jv_iter_init(v);
-			sf_jv e;
-			int efirst = 1;
-			while (rc == 0 && sf_jv_next(&ai, NULL, &e)) {
-				if (!efirst)
-					rc = sf_buf_putc(out, ',');
-				efirst = 0;
-				if (rc == 0)
-					rc = omit_value(e, sub, nsub, out);
-			}
-			if (rc == 0)
-				rc = sf_buf_putc(out, ']');
-		} else if (nsub) {
-			rc = omit_value(v, sub, nsub, out);
-		} else {
-			rc = sf_buf_append(out, v.p, v.n);
-		}
-	}
-	return rc ? rc : sf_buf_putc(out, '}');
-}
-
-static int omit_value(sf_jv v, const char *const *paths, size_t n, sf_buf *out)
-{
-	if (sf_jv_type(v) == SF_JSON_OBJECT)
-		return omit_object(v, paths, n, out);
-	return sf_buf_append(out, v.p, v.n);
+	return obj_walk(o, paths, 0);
 }
 
 sf_obj *sf_obj_omit(sf_obj *o, const char *const *paths)
 {
-	if (!o || !paths)
-		return o;
-	size_t n = 0;
-	while (paths[n])
-		n++;
-	if (n > PROJ_MAX)
-		return o;
-	sf_buf b;
-	sf_buf_init(&b, 0);
-	int failed = omit_object(sf_obj_root(o), paths, n, &b) != 0;
-	return obj_replace(o, &b, failed || b.len >= o->len); /* nothing dropped: keep o */
+	return obj_walk(o, paths, 1);
 }
 
 sf_obj *sf_obj_strip_managed_fields(sf_obj *o)
