@@ -320,9 +320,8 @@ static int req_started(sf_awctl *c, req *r, int rc)
 
 static int enqueue_each(void *ud, sf_obj *obj)
 {
-	char key[512];
-	if (sf_cache_key(obj->ns, obj->name, key, sizeof(key)) > 0)
-		enqueue_key(ud, key);
+	if (obj->name[0])
+		enqueue_key(ud, sf_obj_key(obj));
 	return 0;
 }
 
@@ -398,10 +397,10 @@ static void track_kinds(sf_awctl *c, const sf_obj *obj)
 {
 	static char api[MAX_TRACKED][256], kind[MAX_TRACKED][128];
 	const char *pairs[2 * MAX_TRACKED];
-	char key[512];
 	size_t n = 0;
-	if (sf_cache_key(obj->ns, obj->name, key, sizeof(key)) <= 0)
+	if (!obj->name[0])
 		return;
+	const char *key = sf_obj_key(obj);
 	sf_jv root = sf_obj_root(obj);
 	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(root, "status.componentStatus"));
 	sf_jv v;
@@ -437,8 +436,8 @@ static void aw_update(void *ud, sf_obj *old, sf_obj *new_obj)
 static void aw_delete(void *ud, sf_obj *obj)
 {
 	sf_awctl *c = ud;
-	char key[512];
-	if (sf_cache_key(obj->ns, obj->name, key, sizeof(key)) > 0) {
+	if (obj->name[0]) {
+		const char *key = sf_obj_key(obj);
 		void *m = NULL;
 		sf_kinds_untrack(c->kinds, key);
 		if (sf_strmap_remove(c->mem, key, &m) == 0)

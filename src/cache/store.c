@@ -4,11 +4,13 @@
  * Layout. The store maps "namespace/name" to an entry; an entry holds the
  * object reference (the map reads the key from the object, sf_obj_key)
  * and one array of index nodes, one node per (index, value) the object
- * falls under. Each index maps a value to a bucket, and a bucket is an intrusive doubly linked list
- * of those nodes, so adding an object to, or removing it from, any index is O(1) whatever the
- * bucket's size (a namespace index can hold thousands of objects under one value). Objects stay
- * minified JSON (sf_obj); nothing here builds a tree, so the store costs the JSON plus a few dozen
- * bytes per object and 32 bytes per index membership.
+ * falls under. Each index maps a value to a bucket, and a bucket is an
+ * intrusive doubly linked list of those nodes, so adding an object to, or
+ * removing it from, any index is O(1) whatever the bucket's size (a
+ * namespace index can hold thousands of objects under one value). Objects
+ * stay minified JSON (sf_obj); nothing here builds a tree, so the store
+ * costs the JSON plus a few dozen bytes per object and 32 bytes per index
+ * membership.
  *
  * Updates attach the new index nodes before detaching the old ones: only
  * attaching allocates, and if it fails the object is still fully indexed

@@ -307,6 +307,19 @@ Test(strmap, free_values)
 	sf_strmap_free(NULL, NULL);
 }
 
+/* The heap grew by at most per_key bytes a key since m0 for m's n keys,
+ * and sf_strmap_table_bytes says what it grew by. */
+static void table_costs(const sf_strmap *m, const struct mallinfo2 *m0, size_t n, size_t per_key)
+{
+	struct mallinfo2 m1 = mallinfo2();
+	size_t heap = (m1.uordblks + m1.hblkhd) - (m0->uordblks + m0->hblkhd);
+	cr_assert_leq(heap, n * per_key, "%zu bytes for %zu keys (%.1f a key)", heap, n,
+	              (double)heap / (double)n);
+	size_t acct = sf_strmap_table_bytes(m);
+	cr_assert_leq(acct, heap, "accounted %zu > the heap's growth %zu", acct, heap);
+	cr_assert_geq(acct + 4096, heap, "accounted %zu, the heap grew by %zu", acct, heap);
+}
+
 /* A table's slots are paid about twice per entry (the load is 3/8 to 3/4),
  * for every cache and for each of the leader's per-AppWrapper maps: 4,000
  * borrowed keys (a table of 8,192 slots) cost the heap at most 36 bytes a
@@ -322,13 +335,7 @@ Test(strmap, a_slot_is_sixteen_bytes_and_a_tag)
 	sf_strmap *m = new_map(SF_STRMAP_BORROW_KEYS, 0);
 	for (size_t i = 0; i < N; i++)
 		cr_assert_eq(sf_strmap_put(m, keys[i], keys[i], NULL), 1);
-	struct mallinfo2 m1 = mallinfo2();
-	size_t heap = (m1.uordblks + m1.hblkhd) - (m0.uordblks + m0.hblkhd);
-	cr_assert_leq(heap, (size_t)N * 36, "%zu bytes for %d keys (%.1f a key)", heap, N,
-	              (double)heap / N);
-	size_t acct = sf_strmap_table_bytes(m);
-	cr_assert_leq(acct, heap, "accounted %zu > the heap's growth %zu", acct, heap);
-	cr_assert_geq(acct + 4096, heap, "accounted %zu, the heap grew by %zu", acct, heap);
+	table_costs(m, &m0, N, 36);
 	for (size_t i = 0; i < N; i++)
 		cr_assert_eq(sf_strmap_get(m, keys[i]), keys[i]);
 	sf_strmap_free(m, NULL);
@@ -427,12 +434,6 @@ Test(strmap, a_keyed_slot_is_eight_bytes_and_a_tag)
 	sf_strmap *m = new_keyed(0);
 	for (size_t i = 0; i < N; i++)
 		cr_assert_eq(sf_strmap_put(m, r[i].key, &r[i], NULL), 1);
-	struct mallinfo2 m1 = mallinfo2();
-	size_t heap = (m1.uordblks + m1.hblkhd) - (m0.uordblks + m0.hblkhd);
-	cr_assert_leq(heap, (size_t)N * 20, "%zu bytes for %d keys (%.1f a key)", heap, N,
-	              (double)heap / N);
-	size_t acct = sf_strmap_table_bytes(m);
-	cr_assert_leq(acct, heap, "accounted %zu > the heap's growth %zu", acct, heap);
-	cr_assert_geq(acct + 4096, heap, "accounted %zu, the heap grew by %zu", acct, heap);
+	table_costs(m, &m0, N, 20);
 	sf_strmap_free(m, NULL);
 }
