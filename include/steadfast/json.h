@@ -174,8 +174,8 @@ sf_obj *sf_obj_project(sf_obj *o, const char *const *paths);
  * sf_obj_project) name and keeps everything else: a cache transform for
  * a kind whose controller reads nearly all of it. A path ending at a
  * member (with or without "[]") drops it whole; "a[].b" drops b of every
- * element of a. Takes over the caller's
- * reference, as above (o itself when nothing is dropped). */
+ * element of a. Takes over the caller's reference, as above (o itself
+ * when nothing is dropped). */
 sf_obj *sf_obj_omit(sf_obj *o, const char *const *paths);
 /* Bytes this object occupies in memory (for cache accounting). */
 size_t sf_obj_size(const sf_obj *o);

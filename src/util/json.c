@@ -698,51 +698,36 @@ sf_obj *sf_obj_new(const char *minified, size_t len)
 	sf_jv md = get_n((sf_jv){p, n}, "metadata", 8);
 	sf_jv f[4] = {sf_jv_get(md, "namespace"), sf_jv_get(md, "name"), sf_jv_get(md, "uid"),
 	              sf_jv_get(md, "resourceVersion")};
-	/* the namespace, decoded and cut at a NUL an escape may hold (as a C
-	 * string reads it), is shared; the key repeats it */
-	size_t nl = meta_len(f[0]);
-	char nsbuf[256], *ns = nl < sizeof(nsbuf) ? nsbuf : malloc(nl + 1);
-	if (!ns)
-		return NULL;
-	if (nl)
-		str_decode(f[0], ns, nl);
-	ns[nl] = '\0';
-	nl = strlen(ns);
-	const char *shared = sf_intern(ns, nl);
-	if (!shared) {
-		if (ns != nsbuf)
-			free(ns);
-		return NULL;
-	}
 	size_t fl[4];
-	size_t total = sizeof(sf_obj) + n + 1 + (nl ? nl + 1 : 0);
-	for (int i = 1; i < 4; i++) {
+	size_t total = sizeof(sf_obj) + n + 1;
+	for (int i = 0; i < 4; i++) {
 		fl[i] = meta_len(f[i]);
 		total += fl[i] + 1;
 	}
 	char *mem = malloc(total);
-	if (!mem) {
-		sf_intern_release(shared);
-		if (ns != nsbuf)
-			free(ns);
+	if (!mem)
 		return NULL;
-	}
 	sf_obj *o = (sf_obj *)(void *)mem;
 	char *w = o->json;
 	memcpy(w, p, n);
 	w[n] = '\0';
 	o->len = (uint32_t)n;
 	o->refs = 1;
-	o->ns = shared;
 	w += n + 1;
-	/* the key: "ns/name", or "name"; name is its tail */
+	/* the key: "ns/name", or "name"; name is its tail. The namespace,
+	 * decoded in place and cut at a NUL an escape may hold (as a C string
+	 * reads it), is shared. */
+	if (fl[0])
+		str_decode(f[0], w, fl[0]);
+	size_t nl = fl[0] ? strnlen(w, fl[0]) : 0;
+	if (!(o->ns = sf_intern(w, nl))) {
+		free(mem);
+		return NULL;
+	}
 	if (nl) {
-		memcpy(w, ns, nl);
 		w[nl] = '/';
 		w += nl + 1;
 	}
-	if (ns != nsbuf)
-		free(ns);
 	w = meta_put(w, f[1], fl[1], &o->name);
 	w = meta_put(w, f[2], fl[2], &o->uid);
 	meta_put(w, f[3], fl[3], &o->rv);
