@@ -151,7 +151,9 @@ int sf_kube_do(sf_kube_client *c, const sf_kube_req *req, sf_kube_cb cb, void *u
 /* Cancels a call: its callback runs with err -ECANCELED. */
 void sf_kube_call_cancel(sf_kube_call *call);
 
-/* Convenience verbs (body is JSON text). */
+/* Convenience verbs (body is JSON text). get, update, patch and delete
+ * address one object: a NULL or "" name returns -EINVAL (nothing is sent,
+ * cb never runs) rather than addressing the collection. */
 int sf_kube_get(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
                 sf_kube_cb cb, void *ud, sf_kube_call **out);
 int sf_kube_create(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *body,
@@ -199,15 +201,18 @@ int sf_kube_watch(sf_kube_client *c, const sf_gvr *gvr, const char *ns,
 
 /* Appends "key=value" URL-encoded to a query string being built. */
 int sf_kube_query_add(sf_buf *q, const char *key, const char *value);
-/* Builds the request path for gvr/ns/name/subresource into buf. */
+/* Builds the request path for gvr/ns/name/subresource into buf; a NULL or
+ * "" name gives the collection's path (a subresource then is -EINVAL). */
 int sf_kube_path(sf_buf *out, const sf_gvr *gvr, const char *ns, const char *name,
                  const char *subresource);
 /* Encodes a label selector from key/value pairs: "a=b,c=d". */
 int sf_kube_label_selector(sf_buf *out, const char *const *kv, size_t npairs);
 
-/* Mutating requests (anything but GET) ask the gate first, when it is
- * sent: non-zero refuses it (cb gets -EPERM, "write refused by fence").
- * cancel_writes ends every mutating call in flight with -ECANCELED. */
+/* Mutating requests (anything but GET) ask the gate each time they are
+ * about to be sent (when dispatched, and again when an exec credential
+ * plugin they waited for has run): non-zero refuses it (cb gets -EPERM,
+ * "write refused by fence: not the leader"). cancel_writes ends every
+ * mutating call in flight with -ECANCELED. */
 typedef int (*sf_kube_write_gate_fn)(void *ud, const sf_kube_req *req);
 void sf_kube_client_set_write_gate(sf_kube_client *c, sf_kube_write_gate_fn gate, void *ud);
 void sf_kube_client_cancel_writes(sf_kube_client *c);

@@ -2,11 +2,15 @@
  * client.c - Kubernetes REST client over sf_http (see client.h).
  *
  * A call goes through three stages: queued (waiting for a rate-limit token,
- * a Retry-After pause, the write gate, or an exec credential plugin run on
- * the loop), in flight (an sf_http request), and completed (its callback has
- * run). One loop timer dispatches queued
- * calls in FIFO order as tokens allow; nothing completes inside the call
- * that started it, so callers never see re-entrant callbacks.
+ * a Retry-After pause, or an exec credential plugin run on the loop), in
+ * flight (an sf_http request), and completed (its callback has run). One
+ * loop timer dispatches queued calls in FIFO order as tokens allow; a write
+ * asks the write gate each time it is about to be sent (at dispatch, and
+ * again after an exec plugin it waited for), so one that waited while its
+ * leader lost the lease is refused, not sent. Nothing completes inside the
+ * call that started it, so callers never see re-entrant callbacks; a start
+ * call that returns an error (such as -EINVAL from a verb that addresses
+ * one object, given no name) queued nothing and its callback never runs.
  */
 #include "steadfast/client.h"
 
@@ -882,7 +886,7 @@ static int use_exec_cert(sf_kube_client *c)
 	return 0;
 }
 
-static int call_send(sf_kube_call *k, char *msg, size_t msglen);
+static void call_start(sf_kube_call *k, int take, int64_t now);
 
 /* The exec plugin run that k waited for has ended. */
 static void on_cred_ready(void *ud, int rc, const char *err)
@@ -890,7 +894,6 @@ static void on_cred_ready(void *ud, int rc, const char *err)
 	sf_kube_call *k = ud;
 	k->cwait = NULL;
 	k->state = CALL_QUEUED;
-	char msg[1024] = "";
 	if (k->c->closing) {
 		call_finish_err(k, -ECANCELED, "client closed");
 		return;
@@ -902,9 +905,7 @@ static void on_cred_ready(void *ud, int rc, const char *err)
 		return;
 	}
 	k->cred_ready = 1;
-	rc = call_send(k, msg, sizeof(msg));
-	if (rc)
-		call_finish_err(k, rc, msg);
+	call_start(k, 0, 0); /* it took its token when it was dispatched */
 }
 
 /* Sends k, or (0, CALL_AUTH) parks it until the exec plugin has run. */
@@ -997,6 +998,37 @@ static int call_send(sf_kube_call *k, char *msg, size_t msglen)
 	return rc;
 }
 
+/* Takes k's rate-limit token at now. */
+static void take_token(sf_kube_client *c, sf_kube_call *k, int64_t now)
+{
+	if (c->qps <= 0)
+		return;
+	c->tokens -= 1.0;
+	sf_prom_hist_observe(&c->limiter_wait[method_index(k->method)],
+	                     since_s(k->limiter_from_ns, now));
+}
+
+/* Sends k, finishing it if it cannot go. The only caller of call_send:
+ * a write may wait between dispatch and its send (for an exec plugin),
+ * and its leader may lose the lease meanwhile, so the fence is asked
+ * here, each time a write is about to leave. take: k takes its token at
+ * now (a refused write takes none). */
+static void call_start(sf_kube_call *k, int take, int64_t now)
+{
+	sf_kube_client *c = k->c;
+	if (k->is_write && c->gate && c->gate(c->gate_ud, &k->req_view)) {
+		c->stats.writes_refused++;
+		call_finish_err(k, -EPERM, "write refused by fence: not the leader");
+		return;
+	}
+	if (take)
+		take_token(c, k, now);
+	char msg[1024] = "";
+	int rc = call_send(k, msg, sizeof(msg));
+	if (rc)
+		call_finish_err(k, rc, msg);
+}
+
 static void dispatch(uv_timer_t *t)
 {
 	sf_kube_client *c = t->data;
@@ -1022,22 +1054,7 @@ static void dispatch(uv_timer_t *t)
 				if (next < 0 || wait < next)
 					next = wait;
 			} else {
-				if (k->is_write && c->gate && c->gate(c->gate_ud, &k->req_view)) {
-					c->stats.writes_refused++;
-					call_finish_err(k, -EPERM,
-					                "write refused by fence: not the leader");
-				} else {
-					if (c->qps > 0) {
-						c->tokens -= 1.0;
-						sf_prom_hist_observe(
-						    &c->limiter_wait[method_index(k->method)],
-						    since_s(k->limiter_from_ns, now));
-					}
-					char msg[1024] = "";
-					int rc = call_send(k, msg, sizeof(msg));
-					if (rc)
-						call_finish_err(k, rc, msg);
-				}
+				call_start(k, 1, now);
 			}
 		}
 		k = nx;
@@ -1150,9 +1167,20 @@ void sf_kube_client_cancel_writes(sf_kube_client *c)
 
 /* ---- verbs ---- */
 
+/* Whether a verb that addresses one object was given its name. Without
+ * one sf_kube_path addresses the collection: a GET would LIST it, a
+ * DELETE would delete every object in it, and the caller would read the
+ * answer as one about the object. */
+static int names_one(const char *name)
+{
+	return name && *name;
+}
+
 int sf_kube_get(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
                 sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
+	if (!names_one(name))
+		return -EINVAL;
 	sf_kube_req r = {.method = "GET", .gvr = gvr, .ns = ns, .name = name};
 	return sf_kube_do(c, &r, cb, ud, out);
 }
@@ -1168,6 +1196,8 @@ int sf_kube_create(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const c
 int sf_kube_update(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
                    const char *sub, const char *body, sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
+	if (!names_one(name))
+		return -EINVAL;
 	sf_kube_req r = {.method = "PUT",
 	                 .gvr = gvr,
 	                 .ns = ns,
@@ -1182,6 +1212,8 @@ int sf_kube_patch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const ch
                   const char *sub, sf_patch_type type, const char *body, const char *field_manager,
                   int force, sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
+	if (!names_one(name))
+		return -EINVAL;
 	const char *ct;
 	switch (type) {
 	case SF_PATCH_MERGE: ct = "application/merge-patch+json"; break;
@@ -1218,6 +1250,8 @@ int sf_kube_patch(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const ch
 int sf_kube_delete(sf_kube_client *c, const sf_gvr *gvr, const char *ns, const char *name,
                    const sf_kube_delete_opts *o, sf_kube_cb cb, void *ud, sf_kube_call **out)
 {
+	if (!names_one(name))
+		return -EINVAL;
 	sf_buf b;
 	sf_buf_init(&b, 0);
 	int rc = sf_buf_puts(&b, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");

@@ -374,7 +374,9 @@ Test(client, lowpriv_identity_gets_403_with_message)
 	tl_kube lp;
 	tl_kube_open(&lp, tl_env("STEADFAST_LOWPRIV_KUBECONFIG"), NULL);
 	tl_res r = {0};
-	cr_assert_eq(sf_kube_get(lp.client, &SF_GVR_PODS, "default", NULL, tl_res_cb, &r, NULL), 0);
+	/* a LIST of pods (sf_kube_get needs a name) */
+	sf_kube_req list = {.method = "GET", .gvr = &SF_GVR_PODS, .ns = "default"};
+	cr_assert_eq(sf_kube_do(lp.client, &list, tl_res_cb, &r, NULL), 0);
 	tl_wait(&lp.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 403);
 	cr_assert_str_eq(r.reason, "Forbidden");

@@ -2,8 +2,9 @@
  * test_client_errors.c - client behaviour on responses a healthy API server
  * will not produce on demand, against a scripted local HTTP server: Status
  * decoding and classification, 429 + Retry-After, a watch cut mid-event,
- * timeouts, cancellation, client close with calls in flight, rate limiting.
- * Also the pure helpers: paths, queries, selectors.
+ * timeouts, cancellation, client close with calls in flight, rate limiting,
+ * verbs that address one object refusing an empty name. Also the pure
+ * helpers: paths, queries, selectors.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -399,6 +400,55 @@ Test(client_errors, token_bucket_spaces_requests)
 		tl_res_clear(&r[i]);
 	}
 	fx_close(&f);
+}
+
+/* An empty name on a verb that addresses one object would address the
+ * collection instead (a LIST, a DELETE of every object, ...), whose 200 a
+ * caller reads as an answer about the object: the client refuses it before
+ * anything is queued, so no callback runs and nothing reaches the server. */
+Test(client_errors, one_object_verbs_refuse_an_empty_name)
+{
+	static const fake_resp script[] = {{OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0},
+	                                   {OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0}};
+	fx f;
+	fx_open(&f, script, 8, NULL);
+	const sf_gvr *cm = &SF_GVR_CONFIGMAPS;
+	const char *body = "{\"data\":{\"v\":\"1\"}}";
+	tl_res r[7], x = {0};
+	memset(r, 0, sizeof(r));
+	cr_expect_eq(sf_kube_get(f.c, cm, "ns", "", tl_res_cb, &r[0], NULL), -EINVAL, "get \"\"");
+	cr_expect_eq(sf_kube_get(f.c, cm, "ns", NULL, tl_res_cb, &r[1], NULL), -EINVAL, "get NULL");
+	cr_expect_eq(sf_kube_delete(f.c, cm, "ns", "", NULL, tl_res_cb, &r[2], NULL), -EINVAL,
+	             "delete \"\"");
+	cr_expect_eq(sf_kube_patch(f.c, cm, "ns", "", NULL, SF_PATCH_MERGE, body, NULL, 0,
+	                           tl_res_cb, &r[3], NULL),
+	             -EINVAL, "patch \"\"");
+	cr_expect_eq(sf_kube_patch(f.c, cm, "ns", NULL, NULL, SF_PATCH_APPLY, body, "mgr", 1,
+	                           tl_res_cb, &r[4], NULL),
+	             -EINVAL, "apply NULL");
+	cr_expect_eq(sf_kube_update(f.c, cm, "ns", "", NULL, body, tl_res_cb, &r[5], NULL), -EINVAL,
+	             "update \"\"");
+	/* a subresource needs its object's name too */
+	cr_expect_eq(sf_kube_patch(f.c, cm, "ns", "", "status", SF_PATCH_MERGE, body, NULL, 0,
+	                           tl_res_cb, &r[6], NULL),
+	             -EINVAL, "patch \"\"/status");
+	/* calls go out in order: once this one is answered, anything queued
+	 * before it has been sent */
+	cr_assert_eq(sf_kube_get(f.c, cm, "ns", "x", tl_res_cb, &x, NULL), 0);
+	tl_wait(&f.loop, &x, 5000);
+	cr_assert_eq(x.http_status, 200, "%d %s", x.err, x.errmsg);
+	tl_res_clear(&x);
+	cr_assert_eq(fakesrv_requests(f.srv), 1, "the server got %d requests, the first: %s",
+	             fakesrv_requests(f.srv), fakesrv_request(f.srv, 0));
+	cr_assert(strstr(fakesrv_request(f.srv, 0), "GET /api/v1/namespaces/ns/configmaps/x "),
+	          "%s", fakesrv_request(f.srv, 0));
+	/* close would complete any call still queued */
+	fx_close(&f);
+	for (int i = 0; i < 7; i++) {
+		cr_assert_eq(r[i].done, 0, "call %d ran its callback: %d %ld %s", i, r[i].err,
+		             r[i].http_status, r[i].errmsg);
+		tl_res_clear(&r[i]);
+	}
 }
 
 static int drop_item(void *ud, sf_obj *o)

@@ -4,8 +4,9 @@
  * server: with tls-server-name the request keeps the server's path and its
  * Host header (only the TLS name and the dialled address change; the real
  * apiserver's side is in test/integration/test_kubeconfig.c),
- * disable-compression sends no Accept-Encoding, and a request waiting for
- * an exec plugin can be cancelled or closed while the plugin runs.
+ * disable-compression sends no Accept-Encoding, a request waiting for an
+ * exec plugin can be cancelled or closed while the plugin runs, and a write
+ * that waited for it asks the write fence again before it is sent.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -169,4 +170,58 @@ Test(kubeconfig_client, exec_wait_cancel_and_close)
 	cr_assert(r[2].done);
 	cr_assert_eq(r[2].err, -ECANCELED, "%d %s", r[2].err, r[2].errmsg);
 	tl_res_clear(&r[2]);
+}
+
+typedef struct fence {
+	int refuse;
+	int asked;
+} fence;
+
+static int fence_gate(void *ud, const sf_kube_req *req)
+{
+	fence *g = ud;
+	(void)req;
+	g->asked++;
+	return g->refuse;
+}
+
+/* The fence is asked when a write leaves, not when it is dispatched: a
+ * write that waited for the exec plugin while its leader lost the lease
+ * is refused, not sent. */
+Test(kubeconfig_client, write_waiting_for_exec_plugin_asks_the_fence_again)
+{
+	static const fake_resp script[] = {{OK_RESP, 0}};
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	fakesrv *srv = fakesrv_start(&loop, script, 1);
+	sf_kube_config *cfg = NULL;
+	char dir[64];
+	sf_kube_client *c = exec_client(&loop, srv, &cfg, dir, sizeof(dir));
+	fence g = {0};
+	sf_kube_client_set_write_gate(c, fence_gate, &g);
+	tl_res r = {0};
+	cr_assert_eq(sf_kube_create(c, &SF_GVR_NAMESPACES, NULL,
+	                            "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+	                            "\"metadata\":{\"name\":\"x\"}}",
+	                            tl_res_cb, &r, NULL),
+	             0);
+	/* one turn: the fence lets it through and it waits for the plugin */
+	uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_eq(cfg->exec->runs, 1);
+	cr_assert_eq(g.asked, 1);
+	cr_assert_eq(r.done, 0);
+	/* the leader steps down while the plugin runs */
+	g.refuse = 1;
+	tl_wait(&loop, &r, 5000);
+	cr_assert_eq(r.err, -EPERM, "err %d, HTTP %ld %s; the server got %d requests: %s", r.err,
+	             r.http_status, r.errmsg, fakesrv_requests(srv), fakesrv_request(srv, 0));
+	cr_assert_str_eq(r.errmsg, "write refused by fence: not the leader");
+	cr_assert_eq(g.asked, 2);
+	cr_assert_eq(fakesrv_requests(srv), 0, "the write was sent: %s", fakesrv_request(srv, 0));
+	sf_kube_client_stats st;
+	sf_kube_client_stats_get(c, &st);
+	cr_assert_eq(st.writes_refused, 1);
+	cr_assert_eq(st.requests, 0);
+	tl_res_clear(&r);
+	exec_client_close(&loop, c, srv, cfg, dir);
 }
