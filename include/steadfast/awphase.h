@@ -63,7 +63,23 @@ int sf_aw_cond_true(const sf_jd *conds, const char *type);
 int sf_aw_cond_set(sf_jd *conds, const char *type, const char *status, const char *reason,
                    const char *message, int64_t now_ms, int64_t generation);
 
-/* ---- what the controller observed ---- */
+/* ---- what the controller observed ----
+ *
+ * Two kinds of input, kept apart by type so that each rule can be checked
+ * where it is written:
+ *  - sf_awp_cached: what this replica's informer caches show. A suspicion
+ *    only: a cache may be behind (a stalled watch, a first list served from
+ *    a lagging watch cache), and a cached copy may be an earlier incarnation
+ *    of the same name (same controller, and a Job, Deployment or StatefulSet
+ *    carries no finalizer, so a deleted one has no deletionTimestamp). It
+ *    may delay a step or make it ask for a live read, never more.
+ *  - evidence: what the API server answered this controller - a create's
+ *    answer (sf_awp_create_outcome), a DELETE's (delete_gone), a live GET of
+ *    the component (sf_awp_confirmed), a live LIST of the pods
+ *    (sf_awp_live_pods) stamped with the evidence clock when it was asked.
+ * Every step that is terminal, destructive, quota-releasing, create-skipping
+ * or success-declaring takes evidence only, and plans the live read it
+ * lacks (docs/failure-semantics.md, "Evidence by step"). */
 
 typedef enum {
 	/* not in the cache, and no create of ours is waiting to be seen */
@@ -87,19 +103,38 @@ typedef enum {
 	SF_AWP_LIVE_MISSING, /* a live GET: NotFound, or deletionTimestamp not ours */
 } sf_awp_live;
 
-typedef struct sf_awp_comp {
+/* A suspicion: the component as this replica's cache shows it. */
+typedef struct sf_awp_cached {
 	sf_awp_comp_state state;
 	int deleting; /* PRESENT with a deletionTimestamp */
 	int failed;   /* its own controller reports Failed=True */
+	int complete; /* its kind's completion condition is True */
+} sf_awp_cached;
+
+/* Evidence: the answer of a live (uncached) GET of the component, asked for
+ * by an SF_AWP_ACT_VERIFY and answered since the last step (news for one
+ * step). failed and complete are the found object's. */
+typedef struct sf_awp_confirmed {
+	sf_awp_live found; /* NONE: no live read answered since the last step */
+	int failed;
+	int complete;
+} sf_awp_confirmed;
+
+typedef struct sf_awp_comp {
+	sf_awp_cached cached;
+	sf_awp_confirmed live;
 	/* wall ms when this replica last saw it created or present; 0 = not
 	 * in this replica's memory (then the component's ResourcesDeployed
-	 * transition time in status counts) */
+	 * transition time in status counts). Only ever delays a step. */
 	int64_t confirmed_ms;
-	sf_awp_live live; /* last live GET since the component went absent */
+	/* the answer to this attempt's create (or AlreadyExists and a live
+	 * read of an object this AppWrapper controls, not being deleted) */
 	sf_awp_create_outcome create;
 	const char *create_msg; /* for RETRYABLE/FATAL */
-	/* delete results: the last DELETE found nothing (or only a foreign
-	 * object of that name) */
+	/* the API server said nothing of ours is left under that name: a
+	 * DELETE answered NotFound or a UID conflict, a live read found
+	 * nothing or another's object, or the informer dropped the very
+	 * object a DELETE of ours was acknowledged for */
 	int delete_gone;
 	/* The component's kind cannot be resolved now (not served, or
 	 * discovery failed): nothing can be said about whether it exists, so
@@ -109,9 +144,9 @@ typedef struct sf_awp_comp {
 	const char *unresolved_msg;
 	/* Its kind reports its own completion (a Job's Complete, a JobSet's
 	 * Completed, a PyTorchJob's Succeeded): Succeeded then also needs
-	 * complete, pod counts alone are not enough. */
+	 * a live read that finds it complete, pod counts alone are not
+	 * enough. */
 	int completion_known;
-	int complete;
 } sf_awp_comp;
 
 typedef struct sf_awp_pods {
@@ -130,6 +165,16 @@ typedef struct sf_awp_pods {
 /* Adds one pod (a cached object) to the summary: phase counts, terminal
  * exit codes per the settings, first failure details. */
 void sf_awp_pods_add(sf_awp_pods *p, sf_jv pod, const sf_aw_settings *s);
+
+/* Evidence: a live (uncached) LIST of the AppWrapper's labelled pods, asked
+ * for by an SF_AWP_ACT_LIST_PODS, news for the next step only. asked is the
+ * controller's evidence clock when the LIST was sent, comparable with
+ * sf_awp_input.deletes_acked. */
+typedef struct sf_awp_live_pods {
+	sf_awp_pods pods;
+	int64_t answered_ms; /* wall */
+	uint64_t asked;
+} sf_awp_live_pods;
 
 /* Node names, sorted and distinct; more counts the names that did not fit. */
 #define SF_AWP_MAX_NODES 16
@@ -150,14 +195,18 @@ typedef struct sf_awp_input {
 	int64_t now_ms;          /* wall clock */
 	const sf_awp_comp *comp; /* per spec.components index */
 	size_t ncomp;
-	const sf_awp_pods *pods;
+	const sf_awp_pods *pods; /* a suspicion: the pod cache's */
 	int64_t expected_pods;
-	/* A live (uncached) LIST of the pods, asked for by an
-	 * SF_AWP_ACT_LIST_PODS, and the wall ms it was answered; NULL if none
-	 * since the last step. Only a live list answered after the pods' grace
-	 * expired may turn too few pods into Unhealthy. */
-	const sf_awp_pods *live_pods;
-	int64_t live_pods_ms;
+	/* Evidence: a live LIST of the pods answered since the last step
+	 * (NULL if none). Only a live list answered after the pods' grace
+	 * expired may turn too few pods into Unhealthy; only one asked after
+	 * every DELETE this term had acknowledged (deletes_acked) may end a
+	 * deletion. */
+	const sf_awp_live_pods *live_pods;
+	/* The evidence clock when the last DELETE of this AppWrapper's
+	 * components or pods was acknowledged in this term (0 = none: a new
+	 * term asks every live read after the last term's writes). */
+	uint64_t deletes_acked;
 	/* Autopilot: the nodes where the node cache shows a NoExecute label
 	 * value for a resource that a Running pod of this AppWrapper there
 	 * uses (NULL or empty: none). A suspicion only: evacuation needs
@@ -169,15 +218,72 @@ typedef struct sf_awp_input {
 	const sf_awp_nodes *noexec_live;
 } sf_awp_input;
 
+/* ---- reading the API server's answers ----
+ *
+ * What an answer about one component proves, as pure functions, so that the
+ * controller and the model checker (test/model) read answers the same way. */
+
+typedef enum {
+	SF_AWP_ANS_ERROR = 0, /* no answer, or one that says nothing (5xx, 403...) */
+	SF_AWP_ANS_ABSENT,    /* the API server's NotFound naming this object */
+	SF_AWP_ANS_FOREIGN_404, /* a 404 that is not that (a proxy's, a version not served) */
+	SF_AWP_ANS_CONFLICT,  /* 409: the UID precondition failed (a DELETE) */
+	SF_AWP_ANS_OK,        /* 2xx; for a GET, the object below */
+} sf_awp_ans_kind;
+
+typedef struct sf_awp_answer {
+	sf_awp_ans_kind kind;
+	/* the object a GET returned (ANS_OK) */
+	int owned;      /* controlled by this AppWrapper's UID */
+	int deleting;   /* has a deletionTimestamp */
+	int ours_gone;  /* its UID is one a DELETE of ours was acknowledged for */
+	int failed;     /* its kind's Failed condition is True */
+	int complete;   /* its kind's completion condition is True */
+} sf_awp_answer;
+
+/* A live GET's answer (SF_AWP_ACT_VERIFY) as evidence. Returns 0 with *out
+ * set, or -EAGAIN when the answer proves nothing (then nothing is
+ * concluded and the step is retried). */
+int sf_awp_read_verify(const sf_awp_answer *a, sf_awp_confirmed *out);
+/* A GET after a create's AlreadyExists: OK (adopt: ours, not being
+ * deleted), RETRYABLE (an earlier incarnation still going, or gone
+ * meanwhile), FATAL (someone else's); -EAGAIN when it proves nothing. */
+int sf_awp_read_adopt(const sf_awp_answer *a, sf_awp_create_outcome *out);
+/* A DELETE's answer, or the GET before one: 1 when nothing of ours is left
+ * under the name (*gone), 0 when a DELETE is (still) needed or was
+ * acknowledged, -EAGAIN when it proves nothing. */
+int sf_awp_read_delete(const sf_awp_answer *a, int *gone);
+
+#ifdef SF_AWP_MUTANTS
+/* Test builds only (test/model compiles phase.c with SF_AWP_MUTANTS):
+ * known bugs of the evidence rules, each switched on alone, to prove that
+ * the model checker finds every one of them. */
+typedef enum {
+	SF_AWP_MUT_NONE = 0,
+	SF_AWP_MUT_RESUME_TRUSTS_CACHE,   /* Resuming takes a cached copy as created */
+	SF_AWP_MUT_DELETE_ON_POD_CACHE,   /* a deletion ends on the pod cache's word */
+	SF_AWP_MUT_MISSING_WITHOUT_LIVE,  /* MissingComponent on the cache past grace */
+	SF_AWP_MUT_FAILED_FROM_CACHE,     /* a reset for a cached Failed=True */
+	SF_AWP_MUT_LIST_BEFORE_DELETE,    /* a pod list asked before the DELETE's ack ends it */
+	SF_AWP_MUT_SUCCESS_FROM_CACHE,    /* Succeeded from the caches' pods and completion */
+	SF_AWP_MUT_FAILED_PODS_FROM_CACHE, /* a reset for failed pods only the cache shows */
+	SF_AWP_MUT_FOREIGN_404_ABSENT,    /* a foreign 404 read as absence */
+	SF_AWP_MUT_ADOPT_DELETING,        /* AlreadyExists adopts an incarnation being deleted */
+	SF_AWP_MUT_N,
+} sf_awp_mutant;
+extern sf_awp_mutant sf_awp_mutation;
+const char *sf_awp_mutant_name(sf_awp_mutant m);
+#endif
+
 /* ---- the plan ---- */
 
 typedef enum {
 	SF_AWP_ACT_CREATE = 1,   /* create component idx (after the status write) */
 	SF_AWP_ACT_DELETE,       /* delete component idx, background propagation */
 	SF_AWP_ACT_DELETE_FORCE, /* delete component idx with grace period 0 */
-	SF_AWP_ACT_DELETE_PODS,  /* delete every labelled pod with grace period 0 */
-	SF_AWP_ACT_VERIFY,       /* live GET of component idx (missing check) */
-	SF_AWP_ACT_LIST_PODS,    /* live LIST of the labelled pods (too-few-pods check) */
+	SF_AWP_ACT_DELETE_PODS,  /* delete, grace period 0, every pod the input's live list found */
+	SF_AWP_ACT_VERIFY,       /* live GET of component idx */
+	SF_AWP_ACT_LIST_PODS,    /* live LIST of the labelled pods */
 	SF_AWP_ACT_VERIFY_NODES, /* live GET of each node in input noexec (evacuation check) */
 } sf_awp_act_kind;
 
@@ -214,6 +320,7 @@ typedef struct sf_awp_plan {
 	const char *why;           /* short reason for the step, static */
 	int suppressed_missing;    /* a missing-component suspicion was not acted on */
 	int suppressed_pods;       /* too few cached pods, but a live list found enough */
+	int suppressed_stale;      /* a cached failure or completion a live read disproved */
 	int suppressed_evacuation; /* NoExecute in the node cache, not in live reads */
 	int evacuated;             /* reset for Autopilot's NoExecute */
 	int skipped;               /* managed by another controller */

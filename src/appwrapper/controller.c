@@ -65,7 +65,7 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 
 typedef struct comp_mem {
 	sf_awp_create_outcome create;
-	sf_awp_live live;
+	sf_awp_confirmed live; /* the last live GET's answer: news for one step */
 	char *create_msg;     /* owned; NULL = none */
 	char *expect_uid;     /* a create of ours not yet seen in the cache
 	                       * (owned; NULL = none) */
@@ -86,9 +86,11 @@ typedef struct aw_mem {
 	size_t n;
 	comp_mem *comp;
 	/* the last live LIST of the pods (SF_AWP_ACT_LIST_PODS), for the
-	 * next step only */
-	sf_awp_pods *live_pods; /* owned; NULL = none */
-	int64_t live_pods_ms;   /* wall, when it was answered */
+	 * next step only (owned; NULL = none) */
+	struct live_pods *live_pods;
+	/* the evidence clock when a DELETE of a component or pod of this
+	 * AppWrapper was last acknowledged in this term (0 = none) */
+	uint64_t deletes_acked;
 	/* the nodes the last live node reads (SF_AWP_ACT_VERIFY_NODES)
 	 * confirmed NoExecute for a pod there, for the next step only; owned */
 	sf_awp_nodes *noexec_live;
@@ -121,8 +123,32 @@ typedef struct req {
 	int uid_cached; /* uid is the cache's copy's (else a live read's) */
 	char name[254];
 	char uid[64];
-	struct pod_list *pl; /* a live pod LIST's tally (owned) */
+	struct live_pods *pl; /* a live pod LIST's tally (owned) */
 } req;
+
+/* A live LIST of the pods: the tally the phase machine reads and each pod's
+ * name and UID, for a forced deletion of what the list found. */
+typedef struct pod_ref {
+	char *name;
+	char uid[64];
+} pod_ref;
+
+typedef struct live_pods {
+	sf_awp_live_pods lp;
+	sf_aw_settings s;
+	pod_ref *refs;
+	size_t n, cap;
+} live_pods;
+
+static void live_pods_free(live_pods *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->refs[i].name);
+	free(l->refs);
+	free(l);
+}
 
 struct op {
 	sf_awctl *c;
@@ -138,6 +164,7 @@ struct op {
 	int64_t t0;
 	sf_awp_nodes *noexec;      /* the node cache's suspects (owned), or NULL */
 	sf_awp_nodes *noexec_live; /* what the live reads confirm (owned) */
+	live_pods *live_pods;      /* the live list the step read, for DELETE_PODS (owned) */
 	int node_reads;            /* live node reads still out */
 	int node_read_failed;
 	uv_timer_t *node_delay; /* fault injection: the reads wait for it */
@@ -188,6 +215,10 @@ struct sf_awctl {
 	void (*stop_cb)(void *ud);
 	void *stop_ud;
 	sf_awctl_stats st;
+	/* The evidence clock: advanced at every live read sent and every
+	 * DELETE acknowledged, so that a step can tell whether a live answer
+	 * was asked after a delete was done (awphase.h). */
+	uint64_t evclock;
 	unsigned long res_success, res_error, res_requeue, res_requeue_after;
 	sf_prom_hist reconcile_time;
 };
@@ -202,6 +233,11 @@ static int64_t mono_ms(void)
 static int64_t wall_ms(void)
 {
 	return sf_wall_ns() / SF_NSEC_PER_MSEC;
+}
+
+static uint64_t ev_tick(sf_awctl *c)
+{
+	return ++c->evclock;
 }
 
 /* ---- memory ---- */
@@ -231,7 +267,7 @@ static void mem_free(void *v)
 		}
 		free(m->comp);
 		free(m->noexec_live);
-		free(m->live_pods);
+		live_pods_free(m->live_pods);
 	}
 	free(m);
 }
@@ -273,7 +309,7 @@ static aw_mem *mem_get(sf_awctl *c, const char *key, const sf_obj *aw, size_t nc
 static void req_free(req *r)
 {
 	if (r)
-		free(r->pl);
+		live_pods_free(r->pl);
 	free(r);
 }
 
@@ -731,6 +767,7 @@ static void op_free(op *o)
 	sf_obj_unref(o->aw);
 	free(o->noexec);
 	free(o->noexec_live);
+	live_pods_free(o->live_pods);
 	free(o->key);
 	free(o);
 }
@@ -831,53 +868,82 @@ static void comp_made(comp_mem *cm, const char *uid)
 	cm->expect_ms = mono_ms();
 	cm->confirmed_ms = wall_ms();
 	cm->delete_gone = 0;
-	cm->live = SF_AWP_LIVE_NONE;
+	cm->live = (sf_awp_confirmed){0};
 	uid_set(&cm->deleted_uid, NULL);
 	cm->deleted_cached = 0;
+}
+
+static int cond_true(sf_jv obj, const char *type);
+
+/* What res says about r's component, for the sf_awp_read_* rules: the one
+ * place where an HTTP answer becomes evidence (a 404 that is not the API
+ * server's NotFound for that very name proves nothing, and makes discovery
+ * of the kind be asked again). */
+static void answer_of(op *o, const req *r, const sf_kube_result *res, sf_awp_answer *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (sf_kube_is_absent(res, r->name)) {
+		a->kind = SF_AWP_ANS_ABSENT;
+	} else if (sf_kube_is_not_found(res)) {
+		a->kind = SF_AWP_ANS_FOREIGN_404;
+		sf_kind_suspect(r->k);
+	} else if (sf_kube_is_conflict(res)) {
+		a->kind = SF_AWP_ANS_CONFLICT;
+	} else if (!sf_kube_ok(res)) {
+		a->kind = SF_AWP_ANS_ERROR;
+	} else {
+		a->kind = SF_AWP_ANS_OK;
+		if (!res->obj)
+			return;
+		sf_jv obj = sf_obj_root(res->obj);
+		aw_mem *m = op_mem(o);
+		const char *cc = kind_complete_cond(r->k);
+		a->owned = sf_awc_owned_by(obj, o->aw->uid);
+		a->deleting = sf_jv_ok(sf_jv_path(obj, "metadata.deletionTimestamp"));
+		a->ours_gone = m && r->idx < m->n && uid_is(m->comp[r->idx].deleted_uid, res->obj->uid);
+		a->failed = kind_reports_failed(r->k) && cond_true(obj, "Failed");
+		a->complete = cc && cond_true(obj, cc);
+	}
 }
 
 static void adopt_get_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
-	if (sf_kube_ok(res) && res->obj &&
-	    sf_jv_ok(sf_jv_path(sf_obj_root(res->obj), "metadata.deletionTimestamp"))) {
-		/* an earlier incarnation on its way out: wait for it */
-		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE,
-		           "the previous instance of the component is still being deleted");
-	} else if (sf_kube_ok(res) && res->obj) {
-		sf_jv obj = sf_obj_root(res->obj);
-		if (sf_awc_owned_by(obj, o->aw->uid)) {
-			aw_mem *m = op_mem(o);
-			if (m && r->idx < m->n)
-				comp_made(&m->comp[r->idx], res->obj->uid);
-			o->c->st.adopted++;
-			sf_log_info(LOGGER, "component already exists and is ours: adopted",
-			            "namespace", o->aw->ns, "name", o->aw->name, "component",
-			            r->name, NULL);
-			set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
-		} else {
-			char msg[512], okind[64] = "", oname[254] = "";
-			sf_jv ref;
-			if (sf_awc_controller_owner(obj, &ref)) {
-				sf_jv_str(sf_jv_get(ref, "kind"), okind, sizeof(okind));
-				sf_jv_str(sf_jv_get(ref, "name"), oname, sizeof(oname));
-				snprintf(msg, sizeof(msg),
-				         "%s %s exists, but is controlled by %s %s, not by this "
-				         "AppWrapper",
-				         sf_kind_name(r->k), r->name, okind, oname);
-			} else {
-				snprintf(msg, sizeof(msg),
-				         "%s %s exists, but is not controlled by this AppWrapper",
-				         sf_kind_name(r->k), r->name);
-			}
-			set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
-		}
-	} else if (sf_kube_is_absent(res, r->name)) {
-		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE,
-		           "component vanished while checking its owner");
-	} else {
+	sf_awp_answer a;
+	sf_awp_create_outcome oc;
+	answer_of(o, r, res, &a);
+	if (sf_awp_read_adopt(&a, &oc) < 0) {
 		log_result("reading an existing component failed", o, res);
 		o->failed = 1;
+	} else if (oc == SF_AWP_CREATE_OK) {
+		aw_mem *m = op_mem(o);
+		if (m && r->idx < m->n)
+			comp_made(&m->comp[r->idx], res->obj->uid);
+		o->c->st.adopted++;
+		sf_log_info(LOGGER, "component already exists and is ours: adopted", "namespace",
+		            o->aw->ns, "name", o->aw->name, "component", r->name, NULL);
+		set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
+	} else if (oc == SF_AWP_CREATE_RETRYABLE) {
+		/* an earlier incarnation on its way out, or gone meanwhile */
+		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE,
+		           a.kind == SF_AWP_ANS_ABSENT
+		               ? "component vanished while checking its owner"
+		               : "the previous instance of the component is still being deleted");
+	} else {
+		sf_jv obj = sf_obj_root(res->obj);
+		char msg[512], okind[64] = "", oname[254] = "";
+		sf_jv ref;
+		if (sf_awc_controller_owner(obj, &ref)) {
+			sf_jv_str(sf_jv_get(ref, "kind"), okind, sizeof(okind));
+			sf_jv_str(sf_jv_get(ref, "name"), oname, sizeof(oname));
+			snprintf(msg, sizeof(msg),
+			         "%s %s exists, but is controlled by %s %s, not by this AppWrapper",
+			         sf_kind_name(r->k), r->name, okind, oname);
+		} else {
+			snprintf(msg, sizeof(msg), "%s %s exists, but is not controlled by this AppWrapper",
+			         sf_kind_name(r->k), r->name);
+		}
+		set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
 	}
 	op_req_done(o);
 }
@@ -986,40 +1052,31 @@ static void verify_done(req *r, const sf_kube_result *res)
 	aw_mem *m = op_mem(o);
 	if (m && r->idx < m->n) {
 		comp_mem *cm = &m->comp[r->idx];
-		if (sf_kube_is_absent(res, r->name)) {
-			cm->live = SF_AWP_LIVE_MISSING;
-			o->results++;
-			sf_log_info(LOGGER, "component confirmed missing by a live read",
-			            "namespace", o->aw->ns, "name", o->aw->name, "component",
-			            r->name, NULL);
-		} else if (sf_kube_ok(res) && res->obj) {
-			sf_jv obj = sf_obj_root(res->obj);
-			int deleting = sf_jv_ok(sf_jv_path(obj, "metadata.deletionTimestamp"));
-			if (!sf_awc_owned_by(obj, o->aw->uid) ||
-			    (deleting && !uid_is(cm->deleted_uid, res->obj->uid))) {
-				cm->live = SF_AWP_LIVE_MISSING;
-				sf_log_info(LOGGER,
-				            "component replaced or being deleted by someone else",
-				            "namespace", o->aw->ns, "name", o->aw->name,
-				            "component", r->name, NULL);
-			} else {
-				/* the cache was behind: not missing */
-				cm->live = SF_AWP_LIVE_NONE;
-				cm->confirmed_ms = wall_ms();
-				o->c->st.missing_suppressed++;
-				sf_log_debug(LOGGER,
-				             "component absent from the cache exists: not missing",
-				             "namespace", o->aw->ns, "name", o->aw->name,
-				             "component", r->name, NULL);
-			}
-			o->results++;
-		} else {
+		sf_awp_answer a;
+		sf_awp_confirmed live;
+		answer_of(o, r, res, &a);
+		if (sf_awp_read_verify(&a, &live) < 0) {
 			/* an error, or a 404 that is not the API server's answer
 			 * about this object: cannot say */
-			if (sf_kube_is_not_found(res))
-				sf_kind_suspect(r->k);
 			log_result("live read of a component failed", o, res);
 			o->failed = 1;
+		} else {
+			cm->live = live;
+			o->results++;
+			if (live.found == SF_AWP_LIVE_MISSING) {
+				sf_log_info(LOGGER,
+				            a.kind == SF_AWP_ANS_ABSENT
+				                ? "component confirmed missing by a live read"
+				                : "component replaced or being deleted by someone else",
+				            "namespace", o->aw->ns, "name", o->aw->name, "component",
+				            r->name, NULL);
+			} else {
+				cm->confirmed_ms = wall_ms();
+				sf_log_debug(LOGGER, "live read of a component", "namespace", o->aw->ns,
+				             "name", o->aw->name, "component", r->name, "failed",
+				             live.failed ? "true" : "false", "complete",
+				             live.complete ? "true" : "false", NULL);
+			}
 		}
 	}
 	op_req_done(o);
@@ -1056,20 +1113,22 @@ static void delete_done(req *r, const sf_kube_result *res)
 	aw_mem *m = op_mem(o);
 	if (m && r->idx < m->n) {
 		comp_mem *cm = &m->comp[r->idx];
+		sf_awp_answer a;
+		int gone = 0;
+		answer_of(o, r, res, &a);
 		if (sf_kube_ok(res)) {
 			uid_set(&cm->deleted_uid, r->uid);
 			cm->deleted_cached = r->uid_cached;
 			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
+			m->deletes_acked = ev_tick(o->c);
 			o->c->st.deletes++;
-		} else if (sf_kube_is_absent(res, r->name) || sf_kube_is_conflict(res)) {
+		} else if (sf_awp_read_delete(&a, &gone) > 0) {
 			/* gone, or the name now holds another object (UID
 			 * precondition failed): nothing of ours is left */
 			cm->delete_gone = 1;
 			cm->create = SF_AWP_CREATE_NONE;
 			o->results++;
 		} else {
-			if (sf_kube_is_not_found(res))
-				sf_kind_suspect(r->k);
 			log_result("component delete failed", o, res);
 		}
 	}
@@ -1097,17 +1156,18 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 		op_req_done(o);
 		return;
 	}
-	if (sf_kube_is_absent(res, r->name) ||
-	    (sf_kube_ok(res) && res->obj && !sf_awc_owned_by(sf_obj_root(res->obj), o->aw->uid))) {
+	sf_awp_answer a;
+	int gone = 0;
+	answer_of(o, r, res, &a);
+	int rc = sf_awp_read_delete(&a, &gone);
+	if (rc > 0) {
 		m->comp[r->idx].delete_gone = 1;
 		m->comp[r->idx].create = SF_AWP_CREATE_NONE;
 		o->results++;
 		op_req_done(o);
 		return;
 	}
-	if (!sf_kube_ok(res) || !res->obj) {
-		if (sf_kube_is_not_found(res))
-			sf_kind_suspect(r->k);
+	if (rc < 0 || !res->obj) {
 		log_result("reading a component before deleting it failed", o, res);
 		op_req_done(o);
 		return;
@@ -1153,19 +1213,14 @@ static void start_delete(op *o, size_t i, int force)
 		return;
 	}
 	int rc;
-	if (cached) {
-		if (!sf_awc_owned_by(sf_obj_root(cached), o->aw->uid)) {
-			/* not ours: never delete it */
-			free(r);
-			m->comp[i].delete_gone = 1;
-			o->results++;
-			return;
-		}
+	if (cached && sf_awc_owned_by(sf_obj_root(cached), o->aw->uid)) {
 		snprintf(r->uid, sizeof(r->uid), "%s", cached->uid);
 		r->uid_cached = 1;
 		rc = send_delete(o, r);
 	} else {
-		/* not in the cache: ask the API server who holds the name */
+		/* not in the cache, or the cache's copy is not ours (a cache
+		 * behind proves nothing either way): ask the API server who
+		 * holds the name */
 		rc = op_track(o, r,
 		              sf_kube_get(c->client, sf_kind_gvr(k), o->aw->ns, r->name, req_cb, r,
 		                          &r->call));
@@ -1174,22 +1229,26 @@ static void start_delete(op *o, size_t i, int force)
 		o->failed = 1;
 }
 
-typedef struct pod_visit {
-	op *o;
-	const char *ns;
-} pod_visit;
-
-/* -- live pod list (before too few pods may reset anything) -- */
-
-typedef struct pod_list {
-	sf_awp_pods pods;
-	sf_aw_settings s;
-} pod_list;
+/* -- live pod list (evidence for resets, success and the end of a deletion) -- */
 
 static int pod_list_item(void *ud, sf_obj *pod)
 {
 	req *r = ud;
-	sf_awp_pods_add(&r->pl->pods, sf_obj_root(pod), &r->pl->s);
+	live_pods *l = r->pl;
+	sf_awp_pods_add(&l->lp.pods, sf_obj_root(pod), &l->s);
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		pod_ref *nr = realloc(l->refs, cap * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		l->refs = nr;
+		l->cap = cap;
+	}
+	pod_ref *pr = &l->refs[l->n];
+	if (!(pr->name = strdup(pod->name)))
+		return -ENOMEM;
+	snprintf(pr->uid, sizeof(pr->uid), "%s", pod->uid);
+	l->n++;
 	return 0;
 }
 
@@ -1201,16 +1260,12 @@ static void pod_list_done(req *r, const sf_kube_result *res)
 		log_result("live list of pods failed", o, res);
 		o->failed = 1;
 	} else if (m) {
-		if (!m->live_pods)
-			m->live_pods = malloc(sizeof(*m->live_pods));
-		if (!m->live_pods) {
-			o->failed = 1;
-		} else {
-			*m->live_pods = r->pl->pods;
-			m->live_pods_ms = wall_ms();
-			o->c->st.pod_lists++;
-			o->results++;
-		}
+		live_pods_free(m->live_pods);
+		m->live_pods = r->pl; /* handed over */
+		r->pl = NULL;
+		m->live_pods->lp.answered_ms = wall_ms();
+		o->c->st.pod_lists++;
+		o->results++;
 	}
 	op_req_done(o);
 }
@@ -1230,6 +1285,7 @@ static void start_list_pods(op *o)
 	}
 	sf_aw_settings_resolve(&c->cfg, sf_jv_path(sf_obj_root(o->aw), "metadata.annotations"),
 	                       &r->pl->s);
+	r->pl->lp.asked = ev_tick(c);
 	sf_kube_list_opts lo = {.label_selector = sel};
 	if (op_track(o, r,
 	             sf_kube_list(c->client, &SF_GVR_PODS, o->aw->ns, &lo, pod_list_item, req_cb, r,
@@ -1239,25 +1295,33 @@ static void start_list_pods(op *o)
 
 static void pod_delete_done(req *r, const sf_kube_result *res)
 {
-	if (!sf_kube_ok(res) && !sf_kube_is_not_found(res) && !sf_kube_is_conflict(res))
-		log_result("forceful pod delete failed", r->o, res);
-	op_req_done(r->o);
+	op *o = r->o;
+	aw_mem *m = op_mem(o);
+	if (sf_kube_ok(res) && m)
+		m->deletes_acked = ev_tick(o->c);
+	else if (!sf_kube_ok(res) && !sf_kube_is_not_found(res) && !sf_kube_is_conflict(res))
+		log_result("forceful pod delete failed", o, res);
+	op_req_done(o);
 }
 
-static int delete_pod_visit(void *ud, sf_obj *pod)
+/* Deletes, grace period 0 and each with its UID as precondition, the pods
+ * the live list this step read found: never the cache's, which may miss
+ * some. */
+static void delete_listed_pods(op *o)
 {
-	pod_visit *v = ud;
-	op *o = v->o;
-	if (strcmp(pod->ns, v->ns) != 0)
-		return 0;
-	req *r = req_new(o->c, o, pod_delete_done);
-	if (!r)
-		return -ENOMEM;
-	sf_kube_delete_opts d = {.precond_uid = pod->uid, .grace_seconds = 0};
-	op_track(o, r,
-	         sf_kube_delete(o->c->client, &SF_GVR_PODS, pod->ns, pod->name, &d, req_cb, r,
-	                        &r->call));
-	return 0;
+	const live_pods *l = o->live_pods;
+	for (size_t i = 0; l && i < l->n; i++) {
+		req *r = req_new(o->c, o, pod_delete_done);
+		if (!r) {
+			o->failed = 1;
+			return;
+		}
+		sf_kube_delete_opts d = {.precond_uid = l->refs[i].uid, .grace_seconds = 0};
+		if (op_track(o, r,
+		             sf_kube_delete(o->c->client, &SF_GVR_PODS, o->aw->ns, l->refs[i].name,
+		                            &d, req_cb, r, &r->call)) < 0)
+			o->failed = 1;
+	}
 }
 
 /* -- live node reads (evacuation check) -- */
@@ -1404,7 +1468,6 @@ static void start_verify_nodes(op *o)
 
 static void run_actions(op *o)
 {
-	sf_awctl *c = o->c;
 	o->pending++; /* held while starting */
 	for (size_t i = 0; i < o->plan.nacts && op_live(o); i++) {
 		const sf_awp_act *a = &o->plan.acts[i];
@@ -1415,12 +1478,7 @@ static void run_actions(op *o)
 		case SF_AWP_ACT_DELETE_FORCE: start_delete(o, a->idx, 1); break;
 		case SF_AWP_ACT_LIST_PODS: start_list_pods(o); break;
 		case SF_AWP_ACT_VERIFY_NODES: start_verify_nodes(o); break;
-		case SF_AWP_ACT_DELETE_PODS: {
-			pod_visit v = {o, o->aw->ns};
-			sf_store_index_each(sf_informer_store(c->pod_inf), SF_AW_LABEL, o->aw->name,
-			                    delete_pod_visit, &v);
-			break;
-		}
+		case SF_AWP_ACT_DELETE_PODS: delete_listed_pods(o); break;
 		}
 	}
 	op_req_done(o);
@@ -1595,11 +1653,6 @@ static int cond_true(sf_jv obj, const char *type)
 	return 0;
 }
 
-static int failed_condition(sf_jv obj)
-{
-	return cond_true(obj, "Failed");
-}
-
 /* 1 if componentStatus entry cs already says ResourcesDeployed=True. */
 static int comp_recorded(sf_jv cs)
 {
@@ -1625,7 +1678,8 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		memset(oc, 0, sizeof(*oc));
 		oc->create = cm->create;
 		oc->create_msg = cm->create_msg ? cm->create_msg : "";
-		oc->live = cm->live;
+		oc->live = cm->live; /* evidence: news for this step only */
+		cm->live = (sf_awp_confirmed){0};
 		oc->delete_gone = cm->delete_gone;
 		if (sf_jv_str(sf_jv_get(cs, "apiVersion"), api, sizeof(api)) <= 0 ||
 		    sf_jv_str(sf_jv_get(cs, "kind"), kind, sizeof(kind)) <= 0 ||
@@ -1653,38 +1707,36 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 			 * component never fails anything without a live read. */
 			if (mono_ms() - sf_kind_started_ms(k) < KIND_SYNC_WAIT_MS)
 				return 1;
-			oc->state = SF_AWP_COMP_ABSENT;
+			oc->cached.state = SF_AWP_COMP_ABSENT;
 			oc->confirmed_ms = cm->confirmed_ms;
 			if (cm->create == SF_AWP_CREATE_RETRYABLE || comp_recorded(cs))
 				cm->create = SF_AWP_CREATE_NONE;
 			continue;
 		}
+		const char *cc = kind_complete_cond(k);
+		oc->completion_known = cc != NULL;
+		/* what the cache shows is a suspicion (awphase.h) */
 		sf_obj *obj = sf_store_get_ns(sf_informer_store(kinf), o->aw->ns, name);
 		if (obj && uid_is(cm->deleted_uid, obj->uid)) {
 			/* the incarnation we deleted, not yet gone from the cache:
 			 * it must not count as the component */
-			oc->state = SF_AWP_COMP_PRESENT;
-			oc->deleting = 1;
+			oc->cached.state = SF_AWP_COMP_PRESENT;
+			oc->cached.deleting = 1;
 		} else if (obj && sf_awc_owned_by(sf_obj_root(obj), o->aw->uid)) {
-			oc->state = SF_AWP_COMP_PRESENT;
-			oc->deleting =
-			    sf_jv_ok(sf_jv_path(sf_obj_root(obj), "metadata.deletionTimestamp"));
-			const char *cc = kind_complete_cond(k);
-			oc->failed = kind_reports_failed(k) && failed_condition(sf_obj_root(obj));
-			oc->completion_known = cc != NULL;
-			oc->complete = cc && cond_true(sf_obj_root(obj), cc);
-			if (!oc->deleting) {
-				cm->confirmed_ms = wall_ms();
-				cm->live = SF_AWP_LIVE_NONE;
-				oc->live = SF_AWP_LIVE_NONE;
-			}
+			sf_jv root = sf_obj_root(obj);
+			oc->cached.state = SF_AWP_COMP_PRESENT;
+			oc->cached.deleting = sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp"));
+			oc->cached.failed = kind_reports_failed(k) && cond_true(root, "Failed");
+			oc->cached.complete = cc && cond_true(root, cc);
+			if (!oc->cached.deleting)
+				cm->confirmed_ms = wall_ms(); /* only ever delays a step */
 			if (uid_is(cm->expect_uid, obj->uid))
 				uid_set(&cm->expect_uid, NULL);
 		} else if (cm->expect_uid && now_mono - cm->expect_ms < c->expect_timeout_ms) {
-			oc->state = SF_AWP_COMP_PENDING;
+			oc->cached.state = SF_AWP_COMP_PENDING;
 		} else {
 			uid_set(&cm->expect_uid, NULL);
-			oc->state = SF_AWP_COMP_ABSENT;
+			oc->cached.state = SF_AWP_COMP_ABSENT;
 		}
 		oc->confirmed_ms = cm->confirmed_ms;
 		/* A create outcome is news for the next step only: a retryable
@@ -1760,7 +1812,7 @@ static void process(void *ud, const char *key)
 	}
 	if (sf_aw_phase_parse(sf_jv_path(sf_obj_root(aw), "status.phase")) == SF_AW_RUNNING)
 		for (size_t i = 0; i < n; i++)
-			if (comps[i].state != SF_AWP_COMP_PRESENT) {
+			if (comps[i].cached.state != SF_AWP_COMP_PRESENT) {
 				/* what upstream's count would call missing */
 				c->st.stale_reads++;
 				sf_log_debug(
@@ -1768,7 +1820,7 @@ static void process(void *ud, const char *key)
 				    "component not in the cache while Running; a cache-only "
 				    "count would call it missing",
 				    "namespace", aw->ns, "name", aw->name, "state",
-				    comps[i].state == SF_AWP_COMP_PENDING ? "created, not seen yet"
+				    comps[i].cached.state == SF_AWP_COMP_PENDING ? "created, not seen yet"
 				                                          : "absent",
 				    NULL);
 			}
@@ -1794,13 +1846,15 @@ static void process(void *ud, const char *key)
 	    .ncomp = n,
 	    .pods = &pods,
 	    .expected_pods = expected,
-	    .live_pods = m->live_pods,
-	    .live_pods_ms = m->live_pods_ms,
+	    .live_pods = m->live_pods ? &m->live_pods->lp : NULL,
+	    .deletes_acked = m->deletes_acked,
 	    .noexec = o->noexec,
 	    .noexec_live = m->noexec_live,
 	};
 	int rc = sf_awp_step(&in, &o->plan, err, sizeof(err));
-	free(m->live_pods); /* news for this step only */
+	/* news for this step only; kept by the op for a DELETE_PODS of what
+	 * it found */
+	o->live_pods = m->live_pods;
 	m->live_pods = NULL;
 	free(comps);
 	free(m->noexec_live);

@@ -60,6 +60,33 @@ static const char *const phase_names[SF_AW_NPHASES] = {
  * earlier than the event it records. */
 #define SECOND_ROUND_UP 999
 
+/* MUTANT(m) is 1 only in the model checker's build with mutation m switched
+ * on (awphase.h): each marks an evidence check that the checker must be
+ * seen to defend. The shipped code compiles it to 0. */
+#ifdef SF_AWP_MUTANTS
+sf_awp_mutant sf_awp_mutation;
+#define MUTANT(m) (sf_awp_mutation == (m))
+
+const char *sf_awp_mutant_name(sf_awp_mutant m)
+{
+	static const char *const names[SF_AWP_MUT_N] = {
+	    [SF_AWP_MUT_NONE] = "none",
+	    [SF_AWP_MUT_RESUME_TRUSTS_CACHE] = "resume-trusts-cache",
+	    [SF_AWP_MUT_DELETE_ON_POD_CACHE] = "delete-on-pod-cache",
+	    [SF_AWP_MUT_MISSING_WITHOUT_LIVE] = "missing-without-live-get",
+	    [SF_AWP_MUT_FAILED_FROM_CACHE] = "failed-component-from-cache",
+	    [SF_AWP_MUT_LIST_BEFORE_DELETE] = "pod-list-before-delete-ack",
+	    [SF_AWP_MUT_SUCCESS_FROM_CACHE] = "success-from-cache",
+	    [SF_AWP_MUT_FAILED_PODS_FROM_CACHE] = "failed-pods-from-cache",
+	    [SF_AWP_MUT_FOREIGN_404_ABSENT] = "foreign-404-is-absence",
+	    [SF_AWP_MUT_ADOPT_DELETING] = "adopt-a-deleting-incarnation",
+	};
+	return m >= 0 && m < SF_AWP_MUT_N ? names[m] : "?";
+}
+#else
+#define MUTANT(m) 0
+#endif
+
 const char *sf_aw_phase_name(sf_aw_phase p)
 {
 	if (p < 0 || p >= SF_AW_NPHASES)
@@ -519,14 +546,37 @@ static int delete_components(step *st)
 		requeue(st, REQUEUE_DELETE_MS);
 		return 0;
 	}
-	int32_t pods = st->in->pods ? st->in->pods->total : 0;
-	if (!remaining && pods == 0) {
-		clear_cond(st, C_DELETING, "DeletionComplete", "");
-		return 1;
+	/* The pod cache may not have seen pods the components' controllers
+	 * made a moment ago (and a Job leaves its own watch at once under
+	 * background propagation): the end of a deletion - and with it
+	 * QuotaReserved False and the finalizer's removal - needs a live LIST
+	 * asked after every DELETE this term had acknowledged, showing no
+	 * pod. The cache only says when asking is worth it. */
+	int32_t cached = st->in->pods ? st->in->pods->total : 0;
+	const sf_awp_live_pods *lp = st->in->live_pods;
+	int fresh = lp && (lp->asked > st->in->deletes_acked ||
+	                   MUTANT(SF_AWP_MUT_LIST_BEFORE_DELETE));
+	int32_t live = fresh ? lp->pods.total : -1; /* -1: not known */
+	if (!remaining && cached == 0) {
+		if (live == 0 || MUTANT(SF_AWP_MUT_DELETE_ON_POD_CACHE)) {
+			clear_cond(st, C_DELETING, "DeletionComplete", "");
+			return 1;
+		}
+		if (live < 0) {
+			act(st, SF_AWP_ACT_LIST_PODS, 0);
+			st->plan->why = "no pod in the cache; confirming with a live list";
+			requeue(st, REQUEUE_LIVE_PODS_MS);
+			return 0;
+		}
+		/* the live list found pods the cache has not seen: wait */
 	}
 	if (expired) {
-		if (pods > 0) {
-			act(st, SF_AWP_ACT_DELETE_PODS, 0);
+		if (cached > 0 || live != 0) {
+			/* pods left past the grace: delete, grace period 0, those a
+			 * live list found (not the cache's), and list again */
+			if (live > 0)
+				act(st, SF_AWP_ACT_DELETE_PODS, 0);
+			act(st, SF_AWP_ACT_LIST_PODS, 0);
 		} else {
 			for (size_t i = 0; i < st->plan->nacts; i++)
 				if (st->plan->acts[i].kind == SF_AWP_ACT_DELETE)
@@ -755,8 +805,14 @@ static void step_resuming(step *st)
 		if (rd.present && strcmp(rd.status, "True") == 0)
 			continue;
 		const sf_awp_comp *c = obs(st, i);
+		/* Created only on this attempt's evidence: the create's answer,
+		 * or AlreadyExists and a live read of an object this AppWrapper
+		 * controls that is not going away. A cached copy may be the
+		 * incarnation a reset deleted (the last leader's, which this
+		 * term never knew): a create settles it either way. */
 		if (c->create == SF_AWP_CREATE_OK ||
-		    (c->state == SF_AWP_COMP_PRESENT && !c->deleting)) {
+		    (MUTANT(SF_AWP_MUT_RESUME_TRUSTS_CACHE) &&
+		     c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting)) {
 			comp_cond(st, i, "True", "ComponentCreatedSuccessfully");
 			continue;
 		}
@@ -766,7 +822,7 @@ static void step_resuming(step *st)
 			err_idx = i;
 			break;
 		}
-		if (c->state == SF_AWP_COMP_PRESENT && c->deleting) {
+		if (c->cached.state == SF_AWP_COMP_PRESENT && c->cached.deleting) {
 			/* the previous incarnation is still going away */
 			requeue(st, REQUEUE_RETRY_CREATE_MS);
 			creating = 1;
@@ -899,6 +955,51 @@ static void confirm_with_live_list(step *st)
 	requeue(st, REQUEUE_LIVE_PODS_MS);
 }
 
+/* The pods say the workload is done: enough succeeded, none pending,
+ * running or failed. */
+static int pods_succeeded(const step *st, const sf_awp_pods *p)
+{
+	return p->succeeded >= st->in->expected_pods && p->pending + p->running + p->failed == 0;
+}
+
+/* Success as live reads say it: 1 when a live pod list and a live read of
+ * every component that reports its completion agree; 0 when they
+ * disagree; -1 when some are missing (then they are asked for). */
+static int success_confirmed(step *st)
+{
+	int ask = 0, ok = 1;
+	const sf_awp_live_pods *lp = st->in->live_pods;
+	if (!lp) {
+		act(st, SF_AWP_ACT_LIST_PODS, 0);
+		ask = 1;
+	} else if (!pods_succeeded(st, &lp->pods)) {
+		ok = 0;
+	}
+	size_t n = sf_jd_len(st->comps);
+	for (size_t i = 0; i < n; i++) {
+		const sf_awp_comp *c = obs(st, i);
+		if (!c->completion_known)
+			continue;
+		if (c->live.found == SF_AWP_LIVE_NONE) {
+			act(st, SF_AWP_ACT_VERIFY, i);
+			ask = 1;
+		} else if (c->live.found != SF_AWP_LIVE_FOUND || !c->live.complete) {
+			ok = 0;
+		}
+	}
+	if (ask) {
+		/* a verdict from a mix of this step's and the next's reads
+		 * would compare different moments: ask for all of them */
+		if (lp)
+			act(st, SF_AWP_ACT_LIST_PODS, 0);
+		for (size_t i = 0; i < n; i++)
+			if (obs(st, i)->completion_known && obs(st, i)->live.found != SF_AWP_LIVE_NONE)
+				act(st, SF_AWP_ACT_VERIFY, i);
+		return -1;
+	}
+	return ok;
+}
+
 static void step_running(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
@@ -911,7 +1012,7 @@ static void step_running(step *st)
 	}
 	size_t n = sf_jd_len(st->comps);
 	int64_t failed = 0;
-	int missing = 0, waiting = 0, incomplete = 0;
+	int missing = 0, waiting = 0, doubt = 0, incomplete = 0;
 	for (size_t i = 0; i < n; i++) {
 		const sf_awp_comp *c = obs(st, i);
 		if (c->unresolved) {
@@ -921,22 +1022,38 @@ static void step_running(step *st)
 			waiting = 1;
 			continue;
 		}
-		if (c->state == SF_AWP_COMP_PRESENT && !c->deleting) {
-			failed += c->failed ? 1 : 0;
-			incomplete += c->completion_known && !c->complete;
+		if (c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting) {
+			incomplete += c->completion_known && !c->cached.complete;
+			if (c->live.found == SF_AWP_LIVE_FOUND ? c->live.failed
+			                                       : (MUTANT(SF_AWP_MUT_FAILED_FROM_CACHE) &&
+			                                          c->cached.failed)) {
+				failed++; /* confirmed by a live read */
+			} else if (c->cached.failed) {
+				/* the cache's copy says Failed: it may be an
+				 * earlier incarnation's word; a reset needs the
+				 * live object's */
+				doubt = 1;
+				if (c->live.found == SF_AWP_LIVE_NONE) {
+					act(st, SF_AWP_ACT_VERIFY, i);
+				} else {
+					st->plan->suppressed_stale = 1;
+					requeue(st, REQUEUE_NOT_READY_MS);
+				}
+			}
 			continue;
 		}
-		if (c->state == SF_AWP_COMP_PENDING)
+		if (c->cached.state == SF_AWP_COMP_PENDING)
 			continue; /* we created it; the cache has not caught up */
 		/* Absent from the cache (or being deleted by someone). That is
 		 * a suspicion, not evidence. */
-		if (c->live == SF_AWP_LIVE_MISSING) {
+		int64_t until = comp_confirmed_ms(st, i) + s->missing_grace_ms;
+		if (c->live.found == SF_AWP_LIVE_MISSING ||
+		    (MUTANT(SF_AWP_MUT_MISSING_WITHOUT_LIVE) && st->now >= until)) {
 			missing++;
 			continue;
 		}
 		waiting = 1;
-		int64_t until = comp_confirmed_ms(st, i) + s->missing_grace_ms;
-		if (c->live == SF_AWP_LIVE_FOUND) {
+		if (c->live.found == SF_AWP_LIVE_FOUND) {
 			/* a live read saw it: the cache is behind */
 			requeue(st, REQUEUE_NOT_READY_MS);
 		} else if (st->now < until) {
@@ -963,6 +1080,10 @@ static void step_running(step *st)
 		st->plan->why = "component not in cache; confirming before acting";
 		return;
 	}
+	if (doubt) {
+		st->plan->why = "a cached Failed=True; confirming with a live read";
+		return;
+	}
 	unresolved_clear(st);
 	if (failed > 0) {
 		char msg[96];
@@ -973,12 +1094,29 @@ static void step_running(step *st)
 		reset_or_fail(st, pods->terminal_failure, 1);
 		return;
 	}
-	if (pods->succeeded >= st->in->expected_pods &&
-	    pods->pending + pods->running + pods->failed == 0 && incomplete == 0) {
+	if (pods_succeeded(st, pods) && incomplete == 0) {
+		/* The caches say done. Succeeded ends the workload (Kueue
+		 * finishes it, QuotaReserved goes False): the live pods and
+		 * each component that reports its completion must say so. */
+		const sf_awp_pods *done = pods;
+		if (!MUTANT(SF_AWP_MUT_SUCCESS_FROM_CACHE)) {
+			int r = success_confirmed(st);
+			if (r <= 0) {
+				if (r < 0) {
+					st->plan->why = "success in the caches; confirming with live reads";
+				} else {
+					st->plan->suppressed_stale = 1;
+					st->plan->why = "success in the caches, not in live reads";
+				}
+				requeue(st, REQUEUE_LIVE_PODS_MS);
+				return;
+			}
+			done = &st->in->live_pods->pods;
+		}
 		char msg[128];
 		snprintf(msg, sizeof(msg),
 		         "%d pods succeeded and no running, pending, or failed pods",
-		         pods->succeeded);
+		         done->succeeded);
 		cond(st, C_QUOTA, "False", "Succeeded", msg);
 		cond(st, C_DEPLOYED, "True", "Succeeded", msg);
 		st->plan->why = "succeeded";
@@ -1002,9 +1140,31 @@ static void step_running(step *st)
 			requeue(st, deadline - st->now);
 			return;
 		}
+		/* Past the grace a reset follows: the failure must be in a
+		 * live list (a cached pod may be gone, or an earlier
+		 * incarnation's), and its details are the live list's. */
+		int terminal = pods->terminal_failure;
+		if (!MUTANT(SF_AWP_MUT_FAILED_PODS_FROM_CACHE)) {
+			const sf_awp_live_pods *lp = st->in->live_pods;
+			if (!lp) {
+				act(st, SF_AWP_ACT_LIST_PODS, 0);
+				st->plan->why = "failed pods in the cache; confirming with a live list";
+				requeue(st, REQUEUE_LIVE_PODS_MS);
+				return;
+			}
+			if (lp->pods.failed == 0) {
+				st->plan->suppressed_stale = 1;
+				st->plan->why = "failed pods in the cache, none in a live list";
+				requeue(st, REQUEUE_LIVE_PODS_MS);
+				return;
+			}
+			failure_detail(&lp->pods, detail, sizeof(detail));
+			cond(st, C_UNHEALTHY, "True", "FoundFailedPods", detail);
+			terminal = lp->pods.terminal_failure;
+		}
 		event(st, 1, C_UNHEALTHY, "FoundFailedPods: %s", detail);
 		st->plan->why = "failed pods";
-		reset_or_fail(st, pods->terminal_failure, 1);
+		reset_or_fail(st, terminal, 1);
 		return;
 	}
 	if (evacuate(st))
@@ -1041,8 +1201,9 @@ static void step_running(step *st)
 	}
 	/* Too few pods in the cache past the grace: confirm with a live list
 	 * answered after the grace expired before anything is reset. */
-	const sf_awp_pods *live = st->in->live_pods;
-	if (!live || st->in->live_pods_ms < from + grace) {
+	const sf_awp_pods *live = st->in->live_pods ? &st->in->live_pods->pods : NULL;
+	int64_t live_ms = st->in->live_pods ? st->in->live_pods->answered_ms : 0;
+	if (!live || live_ms < from + grace) {
 		confirm_with_live_list(st);
 		return;
 	}
@@ -1064,7 +1225,7 @@ static void step_running(step *st)
 		requeue(st, left < REQUEUE_LIVE_PODS_MS ? left : REQUEUE_LIVE_PODS_MS);
 		return;
 	}
-	if (st->in->live_pods_ms < from + live_grace) {
+	if (live_ms < from + live_grace) {
 		confirm_with_live_list(st); /* answered before that grace expired */
 		return;
 	}
@@ -1073,7 +1234,7 @@ static void step_running(step *st)
 	cond(st, C_UNHEALTHY, "True", "InsufficientPodsReady", detail);
 	event(st, 1, C_UNHEALTHY, "InsufficientPodsReady: %s", detail);
 	st->plan->why = "insufficient pods ready";
-	reset_or_fail(st, pods->terminal_failure, 1);
+	reset_or_fail(st, live->terminal_failure, 1);
 }
 
 static void step_suspending(step *st)
@@ -1293,6 +1454,75 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 		plan->status = st.status;
 	sf_jd_free(orig);
 	return 0;
+}
+
+/* ---- reading answers ---- */
+
+int sf_awp_read_verify(const sf_awp_answer *a, sf_awp_confirmed *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (a->kind) {
+	case SF_AWP_ANS_ABSENT: out->found = SF_AWP_LIVE_MISSING; return 0;
+	case SF_AWP_ANS_FOREIGN_404:
+		if (MUTANT(SF_AWP_MUT_FOREIGN_404_ABSENT)) {
+			out->found = SF_AWP_LIVE_MISSING;
+			return 0;
+		}
+		return -EAGAIN;
+	case SF_AWP_ANS_OK:
+		/* someone else's object under the name, or ours being deleted
+		 * by someone else: ours is gone for good */
+		if (!a->owned || (a->deleting && !a->ours_gone)) {
+			out->found = SF_AWP_LIVE_MISSING;
+			return 0;
+		}
+		out->found = SF_AWP_LIVE_FOUND;
+		out->failed = a->failed;
+		out->complete = a->complete;
+		return 0;
+	default: return -EAGAIN;
+	}
+}
+
+int sf_awp_read_adopt(const sf_awp_answer *a, sf_awp_create_outcome *out)
+{
+	switch (a->kind) {
+	case SF_AWP_ANS_ABSENT:
+		/* gone between the create and the read: create again */
+		*out = SF_AWP_CREATE_RETRYABLE;
+		return 0;
+	case SF_AWP_ANS_OK:
+		if (!a->owned)
+			*out = SF_AWP_CREATE_FATAL;
+		else if ((a->deleting || a->ours_gone) && !MUTANT(SF_AWP_MUT_ADOPT_DELETING))
+			*out = SF_AWP_CREATE_RETRYABLE; /* an earlier incarnation, going */
+		else
+			*out = SF_AWP_CREATE_OK;
+		return 0;
+	default: return -EAGAIN;
+	}
+}
+
+int sf_awp_read_delete(const sf_awp_answer *a, int *gone)
+{
+	*gone = 0;
+	switch (a->kind) {
+	case SF_AWP_ANS_ABSENT:
+	case SF_AWP_ANS_CONFLICT: *gone = 1; return 1;
+	case SF_AWP_ANS_FOREIGN_404:
+		if (MUTANT(SF_AWP_MUT_FOREIGN_404_ABSENT)) {
+			*gone = 1;
+			return 1;
+		}
+		return -EAGAIN;
+	case SF_AWP_ANS_OK:
+		if (!a->owned) {
+			*gone = 1; /* the name holds another's object: ours is gone */
+			return 1;
+		}
+		return 0;
+	default: return -EAGAIN;
+	}
 }
 
 void sf_awp_plan_free(sf_awp_plan *plan)

@@ -34,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	uint8_t seed = data[0];
+	uint32_t mix = seed * 2654435761u; /* more bits from the same byte */
 	sf_buf m;
 	char err[256];
 	sf_buf_init(&m, 1 << 22);
@@ -54,16 +55,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sf_awp_comp comps[64];
 	memset(comps, 0, sizeof(comps));
 	for (size_t i = 0; i < ncomp; i++) {
-		comps[i].state = (sf_awp_comp_state)((seed + i) % 3);
+		comps[i].cached.state = (sf_awp_comp_state)((seed + i) % 3);
 		comps[i].create = (sf_awp_create_outcome)((seed >> 2) % 4);
 		comps[i].create_msg = "fuzz";
-		comps[i].live = (sf_awp_live)((seed >> 4) % 3);
+		comps[i].live.found = (sf_awp_live)((seed >> 4) % 3);
+		comps[i].live.failed = (mix >> 8) & 1;
+		comps[i].live.complete = (mix >> 9) & 1;
 		comps[i].delete_gone = (seed >> 6) & 1;
-		comps[i].failed = (seed >> 7) & 1;
+		comps[i].cached.failed = (seed >> 7) & 1;
 		comps[i].unresolved = (seed + 3 * i) % 5 == 0;
 		comps[i].unresolved_msg = comps[i].unresolved ? "fuzz: not served" : NULL;
 		comps[i].completion_known = (seed >> 3) & 1;
-		comps[i].complete = (seed >> 5) & 1;
+		comps[i].cached.complete = (seed >> 5) & 1;
 	}
 	sf_awp_pods pods = {0};
 	sf_jv_iter it = sf_jv_iter_init(sf_jv_get(aw, "pods")); /* optional test pods */
@@ -74,6 +77,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pods.failed += (seed >> 1) & 1;
 	int64_t expected = 0;
 	sf_awc_expected_pods(aw, &expected, err, sizeof(err));
+	/* a live pod list, answered now, on some inputs: asked before or
+	 * after the last DELETE */
+	sf_awp_live_pods live = {.pods = pods,
+	                         .answered_ms = 1800000000000LL + seed * 997,
+	                         .asked = (mix >> 10) & 3};
 
 	sf_awp_input in = {.aw = aw,
 	                   .cfg = &cfg,
@@ -83,9 +91,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                   .ncomp = ncomp,
 	                   .pods = &pods,
 	                   .expected_pods = expected,
-	                   /* a live pod list, answered now, on some inputs */
-	                   .live_pods = (seed & 0x10) ? &pods : NULL,
-	                   .live_pods_ms = 1800000000000LL + seed * 997};
+	                   .live_pods = (seed & 0x10) ? &live : NULL,
+	                   .deletes_acked = (mix >> 12) & 3};
 	sf_awp_plan plan;
 	if (sf_awp_step(&in, &plan, err, sizeof(err)) == 0) {
 		if (plan.meta_patch)

@@ -275,7 +275,8 @@ static void step(const sf_obj *aw, const sf_aw_config *c, sf_awp_plan *plan)
 {
 	sf_aw_settings s;
 	sf_aw_settings_resolve(c, sf_jv_path(sf_obj_root(aw), "metadata.annotations"), &s);
-	sf_awp_comp comp[1] = {{0}};
+	sf_awp_comp comp[1];
+	memset(comp, 0, sizeof(comp));
 	sf_awp_pods pods = {0};
 	sf_awp_input in = {
 	    .aw = sf_obj_root(aw),

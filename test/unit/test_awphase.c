@@ -91,6 +91,7 @@ typedef struct snap {
 	int have_live; /* live (a live pod list) answered at live_ms */
 	sf_awp_pods live;
 	int64_t live_ms;
+	uint64_t live_asked, deletes_acked; /* evidence clock */
 	const sf_awp_nodes *noexec, *noexec_live;
 	sf_awp_plan plan;
 } snap;
@@ -104,6 +105,7 @@ static void setup(void)
 static void run(snap *s)
 {
 	char err[256];
+	sf_awp_live_pods lp = {.pods = s->live, .answered_ms = s->live_ms, .asked = s->live_asked};
 	sf_awp_input in = {
 	    .aw = sf_jv_root(s->json, strlen(s->json)),
 	    .cfg = &cfg,
@@ -113,12 +115,37 @@ static void run(snap *s)
 	    .ncomp = 1,
 	    .pods = &s->pods,
 	    .expected_pods = s->expected ? s->expected : 1,
-	    .live_pods = s->have_live ? &s->live : NULL,
-	    .live_pods_ms = s->live_ms,
+	    .live_pods = s->have_live ? &lp : NULL,
+	    .deletes_acked = s->deletes_acked,
 	    .noexec = s->noexec,
 	    .noexec_live = s->noexec_live,
 	};
 	cr_assert_eq(sf_awp_step(&in, &s->plan, err, sizeof(err)), 0, "%s", err);
+}
+
+/* A step that must first ask for live reads: runs one step, checks that it
+ * asked (a live GET of the component or a live LIST of the pods) and
+ * changed no phase, then gives it live answers that agree with its caches
+ * and runs the step again. */
+static void run_confirmed(snap *s)
+{
+	run(s);
+	int asked = 0;
+	for (size_t i = 0; i < s->plan.nacts; i++)
+		asked |= s->plan.acts[i].kind == SF_AWP_ACT_VERIFY ||
+		         s->plan.acts[i].kind == SF_AWP_ACT_LIST_PODS;
+	cr_assert(asked, "the step acted without asking for a live read (%s)", s->plan.why);
+	cr_assert_eq(s->plan.to, s->plan.from, "the phase changed on cached evidence");
+	sf_awp_plan_free(&s->plan);
+	s->have_live = 1;
+	s->live = s->pods;
+	s->live_ms = s->now ? s->now : NOW;
+	s->live_asked = s->deletes_acked + 1;
+	s->comp[0].live.found =
+	    s->comp[0].cached.state == SF_AWP_COMP_ABSENT ? SF_AWP_LIVE_MISSING : SF_AWP_LIVE_FOUND;
+	s->comp[0].live.failed = s->comp[0].cached.failed;
+	s->comp[0].live.complete = s->comp[0].cached.complete;
+	run(s);
 }
 
 static void done(snap *s)
@@ -295,7 +322,7 @@ Test(awphase, resuming_created_goes_running)
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st), free(cr);
 	s.comp[0].create = SF_AWP_CREATE_OK;
-	s.comp[0].state = SF_AWP_COMP_PENDING;
+	s.comp[0].cached.state = SF_AWP_COMP_PENDING;
 	run(&s);
 	cr_assert_eq(s.plan.nacts, 0);
 	cr_assert_str_eq(pcomp_cond(&s).reason, "ComponentCreatedSuccessfully");
@@ -353,7 +380,7 @@ Test(awphase, running_component_created_but_not_in_cache_is_not_missing)
 	char *st = running_status(NOW - 100, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PENDING;
+	s.comp[0].cached.state = SF_AWP_COMP_PENDING;
 	run(&s);
 	cr_assert(s.plan.status == NULL || strcmp(pphase(&s), "Running") == 0);
 	cr_assert_eq(s.plan.nevents, 0);
@@ -368,7 +395,7 @@ Test(awphase, running_absent_within_grace_waits)
 	char *st = running_status(NOW - 2000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_ABSENT;
+	s.comp[0].cached.state = SF_AWP_COMP_ABSENT;
 	run(&s);
 	cr_assert(s.plan.suppressed_missing);
 	cr_assert_null(s.plan.status);
@@ -382,7 +409,7 @@ Test(awphase, running_absent_after_grace_asks_for_a_live_read)
 	char *st = running_status(NOW - 60000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_ABSENT;
+	s.comp[0].cached.state = SF_AWP_COMP_ABSENT;
 	run(&s);
 	cr_assert(s.plan.suppressed_missing);
 	cr_assert(has_act(&s, SF_AWP_ACT_VERIFY));
@@ -395,7 +422,7 @@ Test(awphase, running_recently_confirmed_component_restarts_the_grace)
 	char *st = running_status(NOW - 60000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_ABSENT;
+	s.comp[0].cached.state = SF_AWP_COMP_ABSENT;
 	s.comp[0].confirmed_ms = NOW - 1000; /* a live read found it a second ago */
 	run(&s);
 	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY));
@@ -408,8 +435,8 @@ Test(awphase, running_confirmed_missing_fails_with_upstream_message)
 	char *st = running_status(NOW - 60000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_ABSENT;
-	s.comp[0].live = SF_AWP_LIVE_MISSING;
+	s.comp[0].cached.state = SF_AWP_COMP_ABSENT;
+	s.comp[0].live.found = SF_AWP_LIVE_MISSING;
 	run(&s);
 	cr_assert_str_eq(pphase(&s), "Failed");
 	sf_aw_cond u = pcond(&s, "Unhealthy");
@@ -438,7 +465,7 @@ Test(awphase, running_failed_pod_is_reported_before_anything_is_deleted)
 	char *st = running_status(NOW - 60000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	fail_pod(&s.pods);
 	run(&s);
 	sf_aw_cond u = pcond(&s, "Unhealthy");
@@ -463,9 +490,9 @@ Test(awphase, running_failed_pod_after_failure_grace_resets)
 	free(u);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	fail_pod(&s.pods);
-	run(&s);
+	run_confirmed(&s);
 	cr_assert_str_eq(pphase(&s), "Resetting");
 	int64_t n = 0;
 	sf_jd_int(sf_jd_get(s.plan.status, "resettingCount"), &n);
@@ -482,9 +509,9 @@ Test(awphase, running_failed_pod_at_retry_limit_fails)
 	free(u);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	fail_pod(&s.pods);
-	run(&s);
+	run_confirmed(&s);
 	cr_assert_str_eq(pphase(&s), "Failed");
 	done(&s);
 }
@@ -496,10 +523,10 @@ Test(awphase, running_terminal_exit_code_fails_without_retry)
 	free(u);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	fail_pod(&s.pods);
 	s.pods.terminal_failure = 1;
-	run(&s);
+	run_confirmed(&s);
 	cr_assert_str_eq(pphase(&s), "Failed");
 	done(&s);
 }
@@ -509,9 +536,9 @@ Test(awphase, running_failed_job_component_resets_at_once)
 	char *st = running_status(NOW - 120000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
-	s.comp[0].failed = 1;
-	run(&s);
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.failed = 1;
+	run_confirmed(&s);
 	cr_assert_str_eq(pphase(&s), "Resetting");
 	cr_assert_str_eq(pcond(&s, "Unhealthy").message, "Found 1 failed components");
 	done(&s);
@@ -522,10 +549,10 @@ Test(awphase, running_all_succeeded_is_success)
 	char *st = running_status(NOW - 120000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	s.pods.succeeded = 1;
 	s.pods.total = 1;
-	run(&s);
+	run_confirmed(&s);
 	cr_assert_str_eq(pphase(&s), "Succeeded");
 	sf_aw_cond q = pcond(&s, "QuotaReserved");
 	cr_assert_str_eq(q.status, "False");
@@ -539,7 +566,7 @@ Test(awphase, running_pods_ready)
 	char *st = running_status(NOW - 120000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	s.pods.running = 1;
 	s.pods.total = 1;
 	run(&s);
@@ -555,7 +582,7 @@ Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
 	char *st = running_status(NOW - 10000, NULL, 0);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	s.pods.pending = 1;
 	s.pods.total = 1;
 	run(&s);
@@ -566,7 +593,7 @@ Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
 	st = running_status(NOW - 301000, NULL, 0);
 	snap t = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	t.comp[0].state = SF_AWP_COMP_PRESENT;
+	t.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	t.pods.pending = 1;
 	t.pods.total = 1;
 	run(&t);
@@ -578,7 +605,7 @@ Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
 	st = running_status(NOW - 301000, NULL, 0);
 	snap u = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	u.comp[0].state = SF_AWP_COMP_PRESENT;
+	u.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	u.pods.pending = 1;
 	u.pods.total = 1;
 	u.have_live = 1;
@@ -599,7 +626,7 @@ static void run_cacheless(snap *s, int64_t deployed_ms, int have_live, int pendi
 	char *st = running_status(NOW - deployed_ms, NULL, 0);
 	*s = (snap){.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s->comp[0].state = SF_AWP_COMP_PRESENT;
+	s->comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	s->have_live = have_live;
 	s->live.pending = pending;
 	s->live.total = pending;
@@ -664,8 +691,8 @@ Test(awphase, running_never_plans_a_delete)
 				char *st = running_status(NOW - 400000, NULL, 0);
 				snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 				free(st);
-				s.comp[0].state = (sf_awp_comp_state)st_i;
-				s.comp[0].live = (sf_awp_live)live;
+				s.comp[0].cached.state = (sf_awp_comp_state)st_i;
+				s.comp[0].live.found = (sf_awp_live)live;
 				if (pods == 1)
 					fail_pod(&s.pods);
 				else if (pods == 2)
@@ -700,7 +727,7 @@ Test(awphase, resetting_deletes_components_first)
 	char *st = resetting_status(NOW - 1000, 1, 1);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	run(&s);
 	cr_assert(has_act(&s, SF_AWP_ACT_DELETE));
 	sf_aw_cond d = pcond(&s, "DeletingResources");
@@ -759,7 +786,7 @@ Test(awphase, resetting_delete_done_marks_component_deleted)
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
 	s.comp[0].delete_gone = 1;
-	run(&s);
+	run_confirmed(&s);
 	cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE));
 	cr_assert_str_eq(pcomp_cond(&s).status, "False");
 	sf_aw_cond r = pcond(&s, "ResourcesDeployed");
@@ -793,9 +820,33 @@ Test(awphase, deletion_waits_for_pods_then_forces_after_grace)
 	free(st);
 	t.comp[0].delete_gone = 1;
 	t.pods.total = 2;
+	char *json = strdup(t.json);
+	run(&t);
+	/* the pods to delete are a live list's, never the cache's */
+	cr_assert_not(has_act(&t, SF_AWP_ACT_DELETE_PODS));
+	cr_assert(has_act(&t, SF_AWP_ACT_LIST_PODS));
+	sf_awp_plan_free(&t.plan);
+	t.have_live = 1;
+	t.live.total = 2;
+	t.live.running = 2;
+	t.live_asked = 1;
 	run(&t);
 	cr_assert(has_act(&t, SF_AWP_ACT_DELETE_PODS));
+	cr_assert(has_act(&t, SF_AWP_ACT_LIST_PODS), "no fresh list after the deletes");
 	done(&t);
+
+	/* a cache that shows no pod while a live list finds two: deleted too */
+	snap u = {.json = json};
+	u.comp[0].delete_gone = 1;
+	u.have_live = 1;
+	u.live.total = 2;
+	u.live.pending = 2;
+	u.live_asked = 3;
+	u.deletes_acked = 2;
+	run(&u);
+	cr_assert(has_act(&u, SF_AWP_ACT_DELETE_PODS));
+	cr_assert_str_eq(pphase(&u), "Suspending");
+	done(&u);
 }
 
 Test(awphase, suspend_while_running_suspends_and_releases_quota)
@@ -829,7 +880,7 @@ Test(awphase, deletion_removes_components_then_finalizer)
 	snap s = {.json = aw_json(FIN ",\"deletionTimestamp\":\"2027-01-01T00:00:00Z\"",
 	                          "\"suspend\":false", st)};
 	free(st);
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	run(&s);
 	cr_assert(has_act(&s, SF_AWP_ACT_DELETE));
 	cr_assert_str_eq(pphase(&s), "Terminating");
@@ -842,6 +893,14 @@ Test(awphase, deletion_removes_components_then_finalizer)
 	                          "\"suspend\":false", st)};
 	free(st);
 	t.comp[0].delete_gone = 1;
+	run(&t);
+	/* no finalizer removal on the pod cache's word */
+	cr_assert(has_act(&t, SF_AWP_ACT_LIST_PODS));
+	cr_assert_null(t.plan.meta_patch);
+	cr_assert_str_eq(pcond(&t, "QuotaReserved").status, "True");
+	sf_awp_plan_free(&t.plan);
+	t.have_live = 1; /* a live list, asked after the DELETE, finds none */
+	t.live_asked = 1;
 	run(&t);
 	cr_assert_null(t.plan.meta_patch);
 	cr_assert_str_eq(pcond(&t, "ResourcesDeployed").reason, "Terminating");
@@ -1004,7 +1063,7 @@ Test(awphase, running_with_an_unresolved_kind_keeps_phase_and_quota)
 	free(st);
 	s.comp[0].unresolved = 1;
 	s.comp[0].unresolved_msg = "no matches for kind \"Job\" in version \"batch/v1\"";
-	s.comp[0].live = SF_AWP_LIVE_MISSING; /* even a stale verdict is not used */
+	s.comp[0].live.found = SF_AWP_LIVE_MISSING; /* even a stale verdict is not used */
 	run(&s);
 	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY));
 	cr_assert_str_eq(pphase(&s), "Running");
@@ -1026,7 +1085,7 @@ Test(awphase, running_with_an_unresolved_kind_keeps_phase_and_quota)
 	free(uc);
 	snap t = {.json = aw_json(FIN, "\"suspend\":false", st)};
 	free(st);
-	t.comp[0].state = SF_AWP_COMP_PRESENT;
+	t.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	t.pods.running = 1;
 	t.pods.total = 1;
 	run(&t);
@@ -1078,19 +1137,50 @@ Test(awphase, running_succeeds_only_when_a_reporting_component_is_complete)
 		char *st = running_status(NOW - 60000, NULL, 0);
 		snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
 		free(st);
-		s.comp[0].state = SF_AWP_COMP_PRESENT;
+		s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 		s.comp[0].completion_known = 1;
-		s.comp[0].complete = complete;
+		s.comp[0].cached.complete = complete;
 		s.pods.succeeded = 2;
 		s.pods.total = 2;
 		s.expected = 2;
-		run(&s);
+		if (complete)
+			run_confirmed(&s);
+		else
+			run(&s);
 		if (complete) {
 			cr_assert_str_eq(pphase(&s), "Succeeded");
 		} else {
 			cr_assert_str_eq(pphase(&s), "Running");
 			cr_assert_str_eq(pcond(&s, "QuotaReserved").status, "True");
 		}
+		done(&s);
+	}
+}
+
+/* The caches say done, live reads do not (the cached Job is an earlier
+ * incarnation's, or the cached pods are gone): no Succeeded. */
+Test(awphase, running_success_in_the_caches_needs_live_reads_that_agree)
+{
+	for (int which = 0; which < 2; which++) {
+		char *st = running_status(NOW - 60000, NULL, 0);
+		snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+		free(st);
+		s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
+		s.comp[0].completion_known = 1;
+		s.comp[0].cached.complete = 1;
+		s.pods.succeeded = 1;
+		s.pods.total = 1;
+		s.have_live = 1;
+		s.live = s.pods;
+		s.comp[0].live.found = SF_AWP_LIVE_FOUND;
+		s.comp[0].live.complete = 1;
+		if (which == 0)
+			s.comp[0].live.complete = 0; /* the live Job is not complete */
+		else
+			s.live.succeeded = 0, s.live.running = 1; /* a pod still runs */
+		run(&s);
+		cr_assert(s.plan.status == NULL || strcmp(pphase(&s), "Running") == 0);
+		cr_assert(s.plan.suppressed_stale);
 		done(&s);
 	}
 }
@@ -1110,7 +1200,7 @@ Test(awphase, running_pods_grace_counts_from_the_last_time_enough_were_seen)
 	char *st = status_json("Running", all, cr, 0);
 	free(p), free(q), free(r), free(u), free(cr), free(all);
 	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
-	s.comp[0].state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	s.pods.pending = 1;
 	s.pods.total = 1;
 	run(&s);
@@ -1134,7 +1224,7 @@ Test(awphase, running_pods_grace_counts_from_the_last_time_enough_were_seen)
 	free(p2), free(q), free(r), free(u), free(cr), free(all);
 	snap t = {.json = aw_json(FIN, "\"suspend\":false", st2)};
 	free(st), free(st2);
-	t.comp[0].state = SF_AWP_COMP_PRESENT;
+	t.comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	t.pods.pending = 1;
 	t.pods.total = 1;
 	t.have_live = 1;
@@ -1187,7 +1277,7 @@ static void run_noexec(snap *s, int resets, const sf_awp_nodes *sus, const sf_aw
 	char *st = running_status(NOW - 120000, NULL, resets);
 	s->json = aw_json(FIN, "\"suspend\":false", st);
 	free(st);
-	s->comp[0].state = SF_AWP_COMP_PRESENT;
+	s->comp[0].cached.state = SF_AWP_COMP_PRESENT;
 	s->pods.running = 1;
 	s->pods.total = 1;
 	s->noexec = sus;
@@ -1254,5 +1344,63 @@ Test(awphase, running_noexec_the_live_reads_disprove_is_suppressed)
 	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY_NODES));
 	cr_assert_str_eq(pcond(&s, "PodsReady").status, "True", "the step goes on as usual");
 	cr_assert_neq(s.plan.to, SF_AW_RESETTING);
+	done(&s);
+}
+
+/* ---- evidence: no stale view reaches a destructive or create-skipping step ---- */
+
+/* A standby's Job cache still holds the incarnation the last leader deleted
+ * before it died (no finalizer, so no deletionTimestamp): that copy is not
+ * this attempt's component. Only a create's answer (or AlreadyExists and a
+ * live read) says it was created. */
+Test(awphase, resuming_never_takes_a_cached_component_as_created)
+{
+	char *cr = cond_json("ResourcesDeployed", "False", "CompononetDeleted", NOW - 5000);
+	char *st = resuming_status(NOW - 1000, cr);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st), free(cr);
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT; /* the cache's copy: a stale one */
+	run(&s);
+	cr_assert(has_act(&s, SF_AWP_ACT_CREATE), "the component was not created");
+	cr_assert_str_neq(pcomp_cond(&s).reason, "ComponentCreatedSuccessfully");
+	cr_assert_str_eq(pphase(&s), "Resuming");
+	done(&s);
+}
+
+/* Kueue preempts while the pod cache lags: the Job's DELETE succeeded, the
+ * cache shows no pod, but pods may still run. QuotaReserved stays True until
+ * a live pod LIST asked after the DELETE shows none. */
+Test(awphase, suspending_releases_quota_only_after_a_live_pod_list)
+{
+	char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 9000);
+	char *r = cond_json("ResourcesDeployed", "True", "Resuming", NOW - 9000);
+	char *cr = cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", NOW);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s", q, r) > 0);
+	char *st = status_json("Suspending", all, cr, 0);
+	free(q), free(r), free(cr), free(all);
+	snap s = {.json = aw_json(FIN, "\"suspend\":true", st)};
+	free(st);
+	s.comp[0].delete_gone = 1; /* the DELETE was answered */
+	run(&s);                  /* the pod cache shows nothing */
+	cr_assert(has_act(&s, SF_AWP_ACT_LIST_PODS), "no live pod list asked for");
+	cr_assert_str_eq(pphase(&s), "Suspending");
+	cr_assert_str_eq(pcond(&s, "QuotaReserved").status, "True");
+	cr_assert_str_neq(pcond(&s, "DeletingResources").reason, "DeletionComplete");
+	done(&s);
+}
+
+/* A Failed=True on the cache's copy may be an earlier incarnation's: a
+ * reset needs it confirmed by a live read. */
+Test(awphase, running_failed_component_is_confirmed_live_before_a_reset)
+{
+	char *st = running_status(NOW - 120000, NULL, 0);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.failed = 1;
+	run(&s);
+	cr_assert(has_act(&s, SF_AWP_ACT_VERIFY), "no live read asked for");
+	cr_assert(s.plan.status == NULL || strcmp(pphase(&s), "Running") == 0);
 	done(&s);
 }
