@@ -223,6 +223,10 @@ typedef struct sf_reflector_opts {
 	/* ... and at least this many ms late (at most the maximum), so that a
 	 * test can count on the lag. 0 = no minimum. */
 	long fault_event_delay_min_ms;
+	/* ... and an event for an object that still has one queued replaces
+	 * it (its states in between are never delivered, as when a watch
+	 * coalesces or a relist skips them). */
+	int fault_coalesce_events;
 	/* Watch progress watchdog: a watch that delivers no event and no
 	 * bookmark for this long is ended and started again on a fresh
 	 * connection (the API server sends a bookmark about every minute to
@@ -252,6 +256,7 @@ typedef struct sf_reflector_stats {
 	unsigned long watches;      /* WATCH requests started */
 	unsigned long events;       /* ADDED/MODIFIED/DELETED applied */
 	unsigned long stale_events; /* skipped: older than the stored version of that object */
+	unsigned long coalesced;    /* fault injection: replaced by a newer one while queued */
 	unsigned long bookmarks;
 	unsigned long gone;              /* 410 Gone/Expired seen (HTTP or ERROR event) */
 	unsigned long errors;            /* failed list/watch requests, ERROR events, bad streams */

@@ -52,10 +52,24 @@ typedef struct sf_awctl_opts {
 	 * event exactly this many ms late (a pod cache that is behind while
 	 * the component cache is not); 0 = off */
 	long fault_pod_watch_delay_ms;
+	/* fault injection for tests: the component informers apply every
+	 * watch event exactly this many ms late (a standby whose component
+	 * cache is behind: they are not part of the freshness barrier); 0 =
+	 * off */
+	long fault_component_watch_delay_ms;
+	/* fault injection for tests: the component and pod informers hold
+	 * every watch event this many ms and deliver only the newest state of
+	 * each object (intermediate states unobserved); 0 = off */
+	long fault_watch_coalesce_ms;
 	/* fault injection for tests: the answers to this many successful
 	 * component creates are dropped (taken as a retryable failure), as
 	 * when a create lands but its answer is lost; 0 = off */
 	long fault_lost_create_answers;
+	/* fault injection for tests: the process kills itself (SIGKILL) right
+	 * after the API server acknowledged its Nth write of an AppWrapper,
+	 * a component or a pod (Events not counted), as a leader that dies at
+	 * any point of a lifecycle; 0 = off */
+	long fault_crash_after_write;
 	/* fault injection for tests: the AppWrapper watch stalls this many ms
 	 * after start (see sf_reflector_opts.fault_stall_after_ms), and the
 	 * AppWrapper and pod watches' progress bound; 0 = off / 150 s */

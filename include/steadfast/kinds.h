@@ -54,6 +54,8 @@ typedef struct sf_kinds_opts {
 	sf_obj *(*transform)(void *ud, sf_obj *obj);
 	void *transform_ud;
 	long fault_event_delay_max_ms; /* see sf_reflector_opts */
+	long fault_event_delay_min_ms; /* see sf_reflector_opts */
+	int fault_coalesce_events;     /* see sf_reflector_opts */
 	/* Added to every kind informer (copied); handler_ud is its ud. */
 	const sf_informer_handler *handler;
 	void *handler_ud;

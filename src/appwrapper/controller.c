@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +182,11 @@ struct sf_awctl {
 	long expect_timeout_ms;
 	long fault_delay_ms;
 	long fault_pod_delay_ms;
+	long fault_comp_delay_ms;
+	long fault_coalesce_ms;
 	long fault_lost_creates; /* create answers still to drop */
+	long fault_crash_after;  /* kill the process after this many writes */
+	long writes_acked;       /* (counted only for fault_crash_after) */
 	long fault_stall_ms, fault_progress_ms;
 	long fault_node_check_ms;
 	sf_informer *aw_inf;
@@ -238,6 +243,18 @@ static int64_t wall_ms(void)
 static uint64_t ev_tick(sf_awctl *c)
 {
 	return ++c->evclock;
+}
+
+/* Fault injection (fault_crash_after_write): a write was acknowledged. */
+static void write_acked(sf_awctl *c, const char *what)
+{
+	if (c->fault_crash_after <= 0 || ++c->writes_acked < c->fault_crash_after)
+		return;
+	char n[24];
+	snprintf(n, sizeof(n), "%ld", c->writes_acked);
+	sf_log_warn(LOGGER, "fault injection: killing the process after an acknowledged write",
+	            "write", n, "what", what, NULL);
+	raise(SIGKILL);
 }
 
 /* ---- memory ---- */
@@ -719,9 +736,11 @@ static int informer_for(sf_awctl *c, const sf_gvr *gvr, const char *selector, co
 	 * lagging AppWrapper watch only delays, since the controller waits for
 	 * its own writes to show up) */
 	o.reflector.fault_event_delay_max_ms = selector ? c->fault_delay_ms : 0;
-	if (gvr == &SF_GVR_PODS && c->fault_pod_delay_ms > 0)
+	if (gvr == &SF_GVR_PODS && c->fault_pod_delay_ms > 0) {
 		o.reflector.fault_event_delay_max_ms = o.reflector.fault_event_delay_min_ms =
 		    c->fault_pod_delay_ms;
+		o.reflector.fault_coalesce_events = c->fault_coalesce_ms > 0;
+	}
 	o.reflector.fault_stall_after_ms = selector ? 0 : c->fault_stall_ms;
 	o.reflector.progress_timeout_ms = c->fault_progress_ms;
 	/* the pods' AppWrapper label index is read (the pods of an AppWrapper);
@@ -956,6 +975,8 @@ static void create_done(req *r, const sf_kube_result *res)
 		op_req_done(o);
 		return;
 	}
+	if (sf_kube_ok(res))
+		write_acked(c, "create");
 	if (sf_kube_ok(res) && c->fault_lost_creates > 0) {
 		c->fault_lost_creates--;
 		sf_log_warn(LOGGER, "fault injection: the answer to a create is dropped",
@@ -1117,6 +1138,7 @@ static void delete_done(req *r, const sf_kube_result *res)
 		int gone = 0;
 		answer_of(o, r, res, &a);
 		if (sf_kube_ok(res)) {
+			write_acked(o->c, "delete");
 			uid_set(&cm->deleted_uid, r->uid);
 			cm->deleted_cached = r->uid_cached;
 			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
@@ -1297,6 +1319,8 @@ static void pod_delete_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
 	aw_mem *m = op_mem(o);
+	if (sf_kube_ok(res))
+		write_acked(o->c, "pod delete");
 	if (sf_kube_ok(res) && m)
 		m->deletes_acked = ev_tick(o->c);
 	else if (!sf_kube_ok(res) && !sf_kube_is_not_found(res) && !sf_kube_is_conflict(res))
@@ -1502,6 +1526,7 @@ static void write_done(req *r, const sf_kube_result *res)
 		return;
 	}
 	if (sf_kube_ok(res)) {
+		write_acked(c, o->status_write ? "status" : "metadata");
 		o->wrote = 1;
 		aw_mem *m = op_mem(o);
 		if (m && res->obj && sf_rv_number(res->obj->rv, &m->written_rv) < 0)
@@ -1912,7 +1937,14 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    opts && opts->expectation_timeout_ms > 0 ? opts->expectation_timeout_ms : 60000;
 	c->fault_delay_ms = opts ? opts->fault_watch_delay_ms : 0;
 	c->fault_pod_delay_ms = opts ? opts->fault_pod_watch_delay_ms : 0;
+	c->fault_comp_delay_ms = opts ? opts->fault_component_watch_delay_ms : 0;
+	c->fault_coalesce_ms = opts ? opts->fault_watch_coalesce_ms : 0;
+	if (c->fault_coalesce_ms > 0 && c->fault_comp_delay_ms <= 0)
+		c->fault_comp_delay_ms = c->fault_coalesce_ms;
+	if (c->fault_coalesce_ms > 0 && c->fault_pod_delay_ms <= 0)
+		c->fault_pod_delay_ms = c->fault_coalesce_ms;
 	c->fault_lost_creates = opts ? opts->fault_lost_create_answers : 0;
+	c->fault_crash_after = opts ? opts->fault_crash_after_write : 0;
 	c->fault_stall_ms = opts ? opts->fault_watch_stall_after_ms : 0;
 	c->fault_progress_ms = opts ? opts->fault_watch_progress_timeout_ms : 0;
 	c->fault_node_check_ms = opts ? opts->fault_node_check_delay_ms : 0;
@@ -1939,7 +1971,10 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    .label_selector = SF_AW_LABEL,
 	    .transform = project_transform, /* (managedFields goes with it) */
 	    .transform_ud = (void *)SF_AWCTL_COMPONENT_FIELDS,
-	    .fault_event_delay_max_ms = c->fault_delay_ms,
+	    .fault_event_delay_max_ms =
+	        c->fault_comp_delay_ms > 0 ? c->fault_comp_delay_ms : c->fault_delay_ms,
+	    .fault_event_delay_min_ms = c->fault_comp_delay_ms,
+	    .fault_coalesce_events = c->fault_coalesce_ms > 0,
 	    .handler = &labelled_handler,
 	    .handler_ud = c,
 	    .on_ready = kind_ready,

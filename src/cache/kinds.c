@@ -77,6 +77,8 @@ struct sf_kinds {
 	sf_obj *(*transform)(void *ud, sf_obj *obj);
 	void *transform_ud;
 	long fault_delay_ms;
+	long fault_delay_min_ms;
+	int fault_coalesce;
 	sf_informer_handler handler;
 	void *handler_ud;
 	void (*on_ready)(void *ud, sf_kind *k);
@@ -218,6 +220,8 @@ static void start_informer(sf_kind *k)
 	o.reflector.transform = ks->transform;
 	o.reflector.transform_ud = ks->transform_ud;
 	o.reflector.fault_event_delay_max_ms = ks->fault_delay_ms;
+	o.reflector.fault_event_delay_min_ms = ks->fault_delay_min_ms;
+	o.reflector.fault_coalesce_events = ks->fault_coalesce;
 	o.label_indexes = (const char *const *)ks->label_indexes;
 	o.controller_index = ks->controller_index;
 	sf_informer_handler hs = {.on_synced = kind_synced};
@@ -535,6 +539,8 @@ int sf_kinds_new(uv_loop_t *loop, sf_kube_client *client, const sf_kinds_opts *o
 	ks->transform = o->transform;
 	ks->transform_ud = o->transform_ud;
 	ks->fault_delay_ms = o->fault_event_delay_max_ms;
+	ks->fault_delay_min_ms = o->fault_event_delay_min_ms;
+	ks->fault_coalesce = o->fault_coalesce_events;
 	if (o->handler)
 		ks->handler = *o->handler;
 	ks->handler_ud = o->handler_ud;

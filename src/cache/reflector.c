@@ -142,6 +142,7 @@ struct sf_reflector {
 
 	/* fault injection: watch events waiting to be applied */
 	long delay_max_ms, delay_min_ms;
+	int coalesce;
 	long stall_after_ms; /* fault injection (see sf_reflector_opts) */
 	struct delayed *dq_head, *dq_tail;
 	int64_t dq_last_due_ms;
@@ -751,6 +752,20 @@ static void on_dtimer(uv_timer_t *t)
  * (then it is applied now). */
 static int delay_event(sf_reflector *r, sf_watch_type type, sf_obj *obj)
 {
+	if (r->coalesce && type != SF_WATCH_BOOKMARK) {
+		/* a newer state of an object still queued replaces it: the
+		 * states in between are never seen */
+		for (delayed *q = r->dq_head; q; q = q->next) {
+			if (q->type == SF_WATCH_BOOKMARK || strcmp(q->obj->ns, obj->ns) != 0 ||
+			    strcmp(q->obj->name, obj->name) != 0)
+				continue;
+			sf_obj_unref(q->obj);
+			q->obj = sf_obj_ref(obj);
+			q->type = type;
+			r->stats.coalesced++;
+			return 0;
+		}
+	}
 	delayed *d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -1064,6 +1079,7 @@ int sf_reflector_new(uv_loop_t *loop, sf_kube_client *client, sf_store *store,
 	    opts->progress_timeout_ms == 0 ? 150000 : opts->progress_timeout_ms;
 	r->delay_max_ms = opts->fault_event_delay_max_ms;
 	r->delay_min_ms = opts->fault_event_delay_min_ms;
+	r->coalesce = opts->fault_coalesce_events;
 	if (r->delay_min_ms < 0 || r->delay_min_ms > r->delay_max_ms)
 		r->delay_min_ms = r->delay_max_ms;
 	r->stall_after_ms = opts->fault_stall_after_ms;

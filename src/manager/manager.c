@@ -353,7 +353,10 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	/* the tests' fault points (0 in the shipped binary) */
 	ao.fault_watch_delay_ms = sf_fault("WATCH_DELAY_MS");
 	ao.fault_pod_watch_delay_ms = sf_fault("POD_WATCH_DELAY_MS");
+	ao.fault_component_watch_delay_ms = sf_fault("COMPONENT_WATCH_DELAY_MS");
+	ao.fault_watch_coalesce_ms = sf_fault("WATCH_COALESCE_MS");
 	ao.fault_lost_create_answers = sf_fault("LOST_CREATE_ANSWERS");
+	ao.fault_crash_after_write = sf_fault("CRASH_AFTER_WRITE");
 	ao.fault_watch_stall_after_ms = sf_fault("WATCH_STALL_AFTER_MS");
 	ao.fault_watch_progress_timeout_ms = sf_fault("WATCH_PROGRESS_TIMEOUT_MS");
 	ao.fault_node_check_delay_ms = sf_fault("NODE_CHECK_DELAY_MS");

@@ -23,7 +23,13 @@
  *     AppWrapper fails naming the field, and nothing is orphaned;
  *   - with Leases on an etcd of their own (their resourceVersions far
  *     ahead of everything else's), a new leader reconciles at once, with
- *     one catch-up LIST per resource (audit log).
+ *     one catch-up LIST per resource (audit log);
+ *   - a standby whose Job cache still holds the incarnation the last
+ *     leader's reset deleted creates the Job when it leads, and U1's
+ *     cached Failed=True resets nothing;
+ *   - a preemption while the pod cache lags keeps QuotaReserved True until
+ *     a live pod list finds no pod; the forced deletion deletes the pods
+ *     that list found.
  *
  * Kueue is played (spec.suspend, podSetInfos) because these tests need
  * the exact moment of admission (while no replica runs, before a
@@ -483,6 +489,198 @@ Test(evidence, a_pod_the_cache_has_not_seen_gets_the_warmup_grace)
 	cr_assert_neq(strcmp(tl_aw_cond(&W, "lagp", "Unhealthy", NULL, NULL), "True"), 0,
 	              "Unhealthy on a pod within its warmup grace");
 	cr_assert_eq(tl_ctl_count(c, "InsufficientPodsReady", 0), 0);
+}
+
+/* ---- 5. a stale component cache never skips a create ---- */
+
+/* 1 when replica p's Job cache holds n objects (its metrics; polled, since
+ * no watch reports a cache's content). */
+static int job_cache_holds(int port, long n)
+{
+	sf_buf b;
+	char want[128];
+	sf_buf_init(&b, 0);
+	long st = tl_ctl_http_get(port, "/metrics", &b);
+	snprintf(want, sizeof(want),
+	         "steadfast_cache_objects{group=\"batch\",resource=\"jobs\"} %ld\n", n);
+	int ok = st == 200 && b.data && strstr(b.data, want);
+	sf_buf_free(&b);
+	return ok;
+}
+
+typedef struct job_uid {
+	const char *name, *not_uid;
+	char uid[64];
+} job_uid;
+
+/* 1 when the test's own Job cache holds j->name with a UID other than
+ * j->not_uid (into j->uid). */
+static int job_other_uid(void *ud)
+{
+	job_uid *j = ud;
+	sf_obj *o = sf_store_get_ns(sf_informer_store(W.jobs), NS, j->name);
+	if (!o || (j->not_uid && strcmp(o->uid, j->not_uid) == 0))
+		return 0;
+	snprintf(j->uid, sizeof(j->uid), "%s", o->uid);
+	return 1;
+}
+
+static int reset_paused(void *ud)
+{
+	char reason[TL_AW_REASON_LEN] = "";
+	const char *st = tl_aw_cond(&W, ud, "ResourcesDeployed", reason, NULL);
+	return strcmp(st, "False") == 0 && strcmp(reason, "Resetting") == 0;
+}
+
+/* Leader A resets an AppWrapper: its Job U1 failed, A deletes U1, and dies
+ * in the reset pause, before its create. Standby B's Job cache still holds
+ * U1 (its component watch applies events 120 s late: a stalled watch, a
+ * first list from a lagging watch cache), Failed=True and no
+ * deletionTimestamp (a Job has no finalizer). B leads, and after the pause
+ * must create the Job: the cached copy is not this attempt's (it used to be
+ * marked created - Running with no Job, then reset again for U1's
+ * Failed=True). */
+Test(evidence, a_standby_with_a_stale_job_cache_creates_after_a_reset, .timeout = 240)
+{
+	tl_ctl *a = controller("stale-a");
+	tl_ctl_wait_log(&K.loop, a, "\"msg\":\"reconciling\"", 0, 20000);
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"stale\",\"annotations\":{"
+	             "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"3\","
+	             "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\","
+	             "\"" SF_AW_ANNOT_PREFIX "retryPausePeriodDuration\":\"25s\"}},\"spec\":{"
+	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
+	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"stale-job\"},\"spec\":{"
+	             "\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+	             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}");
+	tl_aw_wait_phase(&W, "stale", "Suspended", 20000);
+	tl_aw_admit(&W, "stale", NULL);
+	tl_aw_wait_phase(&W, "stale", "Running", 20000);
+	job_uid u1 = {.name = "stale-job"};
+	cr_assert_eq(tl_run_until_fn(&K.loop, job_other_uid, &u1, 20000), 0, "no Job");
+	/* the standby lists the Jobs now (U1 in it); later events reach its
+	 * cache 120 s late */
+	const char *env[] = {"STEADFAST_FAULT_COMPONENT_WATCH_DELAY_MS=120000", NULL};
+	tl_ctl_opts bo = {.ns = NS, .lease = "steadfast-test", .id = "stale-b", .env = env,
+	                  .faults = 1};
+	tl_ctl *b = tl_ctl_start(&K.loop, &bo);
+	int port = tl_ctl_port(&K.loop, b, "metrics");
+	int held = 0;
+	for (int i = 0; i < 100 && !(held = job_cache_holds(port, 1)); i++)
+		run_for(200);
+	cr_assert(held, "the standby's Job cache never held the Job");
+	/* U1 fails (backoffLimit 0: the Job controller marks it Failed) */
+	char pod[254];
+	tl_aw_wait_pod(&W, "stale", pod, sizeof(pod), 20000);
+	tl_aw_kubelet(&W, pod, "Failed", 1, "boom");
+	/* A resets: deletes U1 and starts the 25 s pause */
+	cr_assert_eq(tl_run_until_fn(&K.loop, reset_paused, "stale", 40000), 0,
+	             "no reset pause: %s", phase_of("stale"));
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, "stale-job", NULL, NULL), 404,
+	             "U1 still exists");
+	tl_ctl_signal(a, SIGKILL);
+	cr_assert(job_cache_holds(port, 1), "the standby's Job cache caught up too early");
+	/* B leads; after the pause it must create the Job itself */
+	job_uid u2 = {.name = "stale-job", .not_uid = u1.uid};
+	if (tl_run_until_fn(&K.loop, job_other_uid, &u2, 60000) != 0) {
+		tl_aw_dump(&W, "stale");
+		tl_ctl_dump(b, 40);
+		cr_assert_fail("the new leader never created the Job (phase %s)", phase_of("stale"));
+	}
+	cr_assert_geq(tl_ctl_count(b, "\"msg\":\"component created\"", 0), 1);
+	tl_aw_wait_phase(&W, "stale", "Running", 20000);
+	/* U1's cached Failed=True (still in B's cache) resets nothing */
+	assert_stays("stale", "Running", 8000);
+	sf_obj *aw = tl_aw_cached(&W, "stale");
+	int64_t resets = -1;
+	sf_jv_int64(sf_jv_path(sf_obj_root(aw), "status.resettingCount"), &resets);
+	cr_assert_eq(resets, 1, "resettingCount %lld", (long long)resets);
+	cr_assert(job_cache_holds(port, 1));
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, "stale-job", NULL, NULL), 200);
+}
+
+/* ---- 6. a deletion ends on a live pod list, not on the pod cache ---- */
+
+static int quota_released(void *ud)
+{
+	return strcmp(tl_aw_cond(&W, ud, "QuotaReserved", NULL, NULL), "False") == 0;
+}
+
+/* The number of the AppWrapper's pods a live LIST finds. */
+static long live_pods_of(const char *aw)
+{
+	char sel[256];
+	snprintf(sel, sizeof(sel), "%s=%s", SF_AW_LABEL, aw);
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = &SF_GVR_PODS, .ns = NS};
+	sf_buf qs;
+	sf_buf_init(&qs, 0);
+	cr_assert_eq(sf_kube_query_add(&qs, "labelSelector", sel), 0);
+	q.query = qs.data;
+	tl_do(&K, &q, &r);
+	sf_buf_free(&qs);
+	cr_assert_eq(r.http_status, 200);
+	long n = (long)sf_jv_len(sf_jv_get(sf_obj_root(r.obj), "items"));
+	tl_res_clear(&r);
+	return n;
+}
+
+/* Kueue admits a Job with parallelism 4; its pods run on a node (no kubelet
+ * here: a deleted pod stays Terminating until a grace-0 delete) while the
+ * leader's pod watch lags 60 s, so its pod cache never sees them. Kueue
+ * preempts: the Job's DELETE succeeds and the pod cache shows nothing, but
+ * the pods are still there. QuotaReserved stays True (Kueue would hand the
+ * quota on) until the forceful deletion grace, when the pods a live list
+ * found are deleted with grace 0; only a live list that finds none ends
+ * the suspension. */
+Test(evidence, preemption_keeps_the_quota_while_pods_the_cache_missed_remain, .timeout = 240)
+{
+	const char *env[] = {"STEADFAST_FAULT_POD_WATCH_DELAY_MS=60000", NULL};
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "podgone", .env = env,
+	                 .faults = 1};
+	tl_ctl *c = tl_ctl_start(&K.loop, &o);
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"pre\",\"annotations\":{"
+	             "\"" SF_AW_ANNOT_PREFIX "forcefulDeletionGracePeriodDuration\":\"15s\","
+	             "\"" SF_AW_ANNOT_PREFIX "admissionGracePeriodDuration\":\"10m\"}},\"spec\":{"
+	             "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\","
+	             "\"kind\":\"Job\",\"metadata\":{\"name\":\"pre-job\"},\"spec\":{"
+	             "\"parallelism\":4,\"completions\":4,\"template\":{\"spec\":{"
+	             "\"nodeName\":\"no-kubelet-node\",\"restartPolicy\":\"Never\","
+	             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}}}]}}");
+	tl_aw_wait_phase(&W, "pre", "Suspended", 20000);
+	tl_aw_admit(&W, "pre", NULL);
+	tl_aw_wait_phase(&W, "pre", "Running", 20000);
+	long n = 0;
+	for (int i = 0; i < 100 && (n = live_pods_of("pre")) < 4; i++)
+		run_for(200);
+	cr_assert_eq(n, 4, "the Job made %ld pods", n);
+	/* Kueue preempts */
+	cr_assert_eq(tl_aw_req(&W, "PATCH", &SF_GVR_APPWRAPPERS, "pre", NULL,
+	                       "{\"spec\":{\"suspend\":true}}"),
+	             200);
+	tl_aw_wait_phase(&W, "pre", "Suspending", 20000);
+	/* the Job goes at once; its pods stay Terminating */
+	for (int i = 0; i < 100 && tl_aw_req(&W, "GET", &SF_GVR_JOBS, "pre-job", NULL, NULL) != 404;
+	     i++)
+		run_for(200);
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, "pre-job", NULL, NULL), 404);
+	/* within the forceful deletion grace, the quota is kept */
+	if (tl_run_until_fn(&K.loop, quota_released, "pre", 8000) == 0) {
+		long left = live_pods_of("pre");
+		tl_aw_dump(&W, "pre");
+		cr_assert_fail("QuotaReserved went False while %ld pods remained", left);
+	}
+	cr_assert_str_eq(phase_of("pre"), "Suspending");
+	cr_assert_eq(live_pods_of("pre"), 4, "the pods went without a forced deletion");
+	/* past it: the pods the live list found are deleted with grace 0 */
+	cr_assert_eq(tl_run_until_fn(&K.loop, quota_released, "pre", 40000), 0,
+	             "the suspension never ended: %s", phase_of("pre"));
+	cr_assert_eq(live_pods_of("pre"), 0, "QuotaReserved went False with pods remaining");
+	tl_aw_wait_phase(&W, "pre", "Suspended", 10000);
+	cr_assert(tl_ctl_alive(c));
 }
 
 /* ---- 3. component identity is fixed when first recorded ---- */
