@@ -760,19 +760,27 @@ static void step_suspended(step *st)
 
 /* 1 (with msg naming the field) when component i's template would create
  * an object other than the one componentStatus[i] tracks: identity
- * (apiVersion, kind, name) is fixed when componentStatus is first
- * recorded, whatever later edits of the template say. */
-static int identity_changed(step *st, size_t i, char *msg, size_t n)
+ * (apiVersion, kind, name) is fixed when componentStatus first records it,
+ * whatever later edits of the template say. A field not recorded yet (""
+ * - upstream v1.2.x initialises componentStatus with pod sets only and
+ * records the rest when it creates the component) is recorded from the
+ * template, and *recorded says so: the create waits for that write. */
+static int identity_changed(step *st, size_t i, char *msg, size_t n, int *recorded)
 {
 	static const struct {
 		const char *tpl, *cs;
 	} f[] = {{"apiVersion", "apiVersion"}, {"kind", "kind"}, {"metadata.name", "name"}};
 	sf_jv tpl = sf_jv_get(sf_jv_at(sf_jv_path(st->in->aw, "spec.components"), i), "template");
-	const sf_jd *cs = comp_status(st, i);
+	sf_jd *cs = comp_status(st, i);
 	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
 		char want[254] = "", have[254] = "";
 		sf_jv_str(sf_jv_path(tpl, f[k].tpl), have, sizeof(have));
 		snprintf(want, sizeof(want), "%s", str_or_empty(sf_jd_get(cs, f[k].cs)));
+		if (!want[0] && have[0] && cs) {
+			note_rc(st, sf_jd_set_str(cs, f[k].cs, have));
+			*recorded = 1;
+			continue;
+		}
 		if (strcmp(want, have) != 0) {
 			snprintf(
 			    msg, n,
@@ -828,7 +836,8 @@ static void step_resuming(step *st)
 			creating = 1;
 			continue;
 		}
-		if (identity_changed(st, i, idmsg, sizeof(idmsg))) {
+		int recorded = 0;
+		if (identity_changed(st, i, idmsg, sizeof(idmsg), &recorded)) {
 			/* what would be created is not what is tracked: never
 			 * create it (the old one would be orphaned and the new
 			 * one reported missing) */
@@ -838,8 +847,11 @@ static void step_resuming(step *st)
 			break;
 		}
 		comp_cond(st, i, "Unknown", "ComponentCreationInitiated");
-		act(st, SF_AWP_ACT_CREATE, i);
 		creating = 1;
+		if (recorded)
+			requeue(st, 0); /* create once the identity is written */
+		else
+			act(st, SF_AWP_ACT_CREATE, i);
 	}
 	if (errmsg) {
 		if (!fatal) {

@@ -1404,3 +1404,36 @@ Test(awphase, running_failed_component_is_confirmed_live_before_a_reset)
 	cr_assert(s.plan.status == NULL || strcmp(pphase(&s), "Running") == 0);
 	done(&s);
 }
+
+/* ---- upstream's status shapes ---- */
+
+/* Upstream v1.2.x initialises componentStatus with pod sets only: name,
+ * kind and apiVersion are "" until it creates the component. An AppWrapper
+ * it queued, admitted after the upgrade: the identity is recorded from the
+ * template, not contradicted by it. */
+Test(awphase, resuming_records_an_identity_upstream_left_empty)
+{
+	char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 1000);
+	char *r = cond_json("ResourcesDeployed", "True", "Resuming", NOW - 1000);
+	char *st = NULL;
+	cr_assert(asprintf(&st,
+	                   "{\"phase\":\"Resuming\",\"conditions\":[%s,%s],\"componentStatus\":["
+	                   "{\"name\":\"\",\"kind\":\"\",\"apiVersion\":\"\",\"podSets\":[{"
+	                   "\"replicas\":1,\"path\":\"template.spec.template\"}]}]}",
+	                   q, r) > 0);
+	free(q), free(r);
+	snap s = {.json = aw_json(FIN, "\"suspend\":false", st)};
+	free(st);
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Resuming", "%s", pcond(&s, "Unhealthy").message);
+	cr_assert_neq(strcmp(pcond(&s, "Unhealthy").status, "True"), 0);
+	sf_jd *cs = sf_jd_at(sf_jd_get(s.plan.status, "componentStatus"), 0, NULL);
+	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "name"), NULL), "job-a");
+	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "kind"), NULL), "Job");
+	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "apiVersion"), NULL), "batch/v1");
+	/* the create follows once the identity is written (the executor
+	 * reads the kind and name from the recorded status) */
+	cr_assert_not(has_act(&s, SF_AWP_ACT_CREATE));
+	cr_assert_eq(s.plan.requeue_ms, 0);
+	done(&s);
+}
