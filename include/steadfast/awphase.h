@@ -228,6 +228,8 @@ typedef enum {
 	SF_AWP_ANS_ABSENT,    /* the API server's NotFound naming this object */
 	SF_AWP_ANS_FOREIGN_404, /* a 404 that is not that (a proxy's, a version not served) */
 	SF_AWP_ANS_CONFLICT,  /* 409: the UID precondition failed (a DELETE) */
+	SF_AWP_ANS_EXISTS,    /* 409 AlreadyExists (a create) */
+	SF_AWP_ANS_INVALID,   /* 422 Invalid */
 	SF_AWP_ANS_OK,        /* 2xx; for a GET, the object below */
 } sf_awp_ans_kind;
 
@@ -241,6 +243,13 @@ typedef struct sf_awp_answer {
 	int complete;   /* its kind's completion condition is True */
 } sf_awp_answer;
 
+/* A create's answer: 1 when it was AlreadyExists (a live read then decides,
+ * sf_awp_read_adopt), else 0 with *out: OK for 2xx; FATAL for Invalid
+ * (422), as upstream (a kind that is not served is refused before any
+ * create is sent); RETRYABLE for anything else - a 400 (what a webhook that
+ * refuses without a code answers, often for a passing reason), a 5xx, a
+ * transport error, a NotFound - retried within the admission grace. */
+int sf_awp_read_create(const sf_awp_answer *a, sf_awp_create_outcome *out);
 /* A live GET's answer (SF_AWP_ACT_VERIFY) as evidence. Returns 0 with *out
  * set, or -EAGAIN when the answer proves nothing (then nothing is
  * concluded and the step is retried). */

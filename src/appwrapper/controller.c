@@ -906,8 +906,12 @@ static void answer_of(op *o, const req *r, const sf_kube_result *res, sf_awp_ans
 	} else if (sf_kube_is_not_found(res)) {
 		a->kind = SF_AWP_ANS_FOREIGN_404;
 		sf_kind_suspect(r->k);
+	} else if (sf_kube_is_already_exists(res)) {
+		a->kind = SF_AWP_ANS_EXISTS;
 	} else if (sf_kube_is_conflict(res)) {
 		a->kind = SF_AWP_ANS_CONFLICT;
+	} else if (sf_kube_is_invalid(res)) {
+		a->kind = SF_AWP_ANS_INVALID;
 	} else if (!sf_kube_ok(res)) {
 		a->kind = SF_AWP_ANS_ERROR;
 	} else {
@@ -997,7 +1001,10 @@ static void create_done(req *r, const sf_kube_result *res)
 		op_req_done(o);
 		return;
 	}
-	if (sf_kube_is_already_exists(res)) {
+	sf_awp_answer a;
+	sf_awp_create_outcome oc = SF_AWP_CREATE_RETRYABLE;
+	answer_of(o, r, res, &a);
+	if (sf_awp_read_create(&a, &oc) > 0) {
 		/* ours from an earlier attempt (adopt) or someone else's: ask
 		 * the API server, not the cache */
 		req *g = comp_req(o, r->idx, r->k, adopt_get_done);
@@ -1012,13 +1019,7 @@ static void create_done(req *r, const sf_kube_result *res)
 	const char *m = res->status && res->status->message[0] ? res->status->message
 	                                                       : (res->errmsg ? res->errmsg : "");
 	snprintf(msg, sizeof(msg), "%s", m);
-	if (sf_kube_is_not_found(res) && !res->status->reason[0])
-		sf_kind_suspect(r->k); /* not the API server's answer */
-	if (sf_kube_is_invalid(res) || res->http_status == 400 ||
-	    (sf_kube_is_not_found(res) && res->status->reason[0]))
-		set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
-	else
-		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE, msg);
+	set_create(o, r->idx, oc, msg);
 	log_result("component create failed", o, res);
 	op_req_done(o);
 }

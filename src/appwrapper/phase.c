@@ -1496,6 +1496,16 @@ int sf_awp_read_verify(const sf_awp_answer *a, sf_awp_confirmed *out)
 	}
 }
 
+int sf_awp_read_create(const sf_awp_answer *a, sf_awp_create_outcome *out)
+{
+	switch (a->kind) {
+	case SF_AWP_ANS_EXISTS: return 1;
+	case SF_AWP_ANS_OK: *out = SF_AWP_CREATE_OK; return 0;
+	case SF_AWP_ANS_INVALID: *out = SF_AWP_CREATE_FATAL; return 0;
+	default: *out = SF_AWP_CREATE_RETRYABLE; return 0;
+	}
+}
+
 int sf_awp_read_adopt(const sf_awp_answer *a, sf_awp_create_outcome *out)
 {
 	switch (a->kind) {

@@ -1437,3 +1437,29 @@ Test(awphase, resuming_records_an_identity_upstream_left_empty)
 	cr_assert_eq(s.plan.requeue_ms, 0);
 	done(&s);
 }
+
+/* A create's answer, as upstream classifies it: only Invalid (422) is
+ * fatal (a kind not served is refused before any create); a 400 - what a
+ * webhook that refuses without a code answers, often for a passing
+ * reason - and everything else is retried within the admission grace. */
+Test(awphase, a_create_refused_with_400_is_retried_as_upstream_does)
+{
+	sf_awp_create_outcome oc = SF_AWP_CREATE_NONE;
+	sf_awp_answer a = {.kind = SF_AWP_ANS_ERROR}; /* 400, 403, 5xx, transport */
+	cr_assert_eq(sf_awp_read_create(&a, &oc), 0);
+	cr_assert_eq(oc, SF_AWP_CREATE_RETRYABLE);
+	a.kind = SF_AWP_ANS_ABSENT; /* the namespace's NotFound */
+	cr_assert_eq(sf_awp_read_create(&a, &oc), 0);
+	cr_assert_eq(oc, SF_AWP_CREATE_RETRYABLE);
+	a.kind = SF_AWP_ANS_FOREIGN_404;
+	cr_assert_eq(sf_awp_read_create(&a, &oc), 0);
+	cr_assert_eq(oc, SF_AWP_CREATE_RETRYABLE);
+	a.kind = SF_AWP_ANS_INVALID;
+	cr_assert_eq(sf_awp_read_create(&a, &oc), 0);
+	cr_assert_eq(oc, SF_AWP_CREATE_FATAL);
+	a.kind = SF_AWP_ANS_OK;
+	cr_assert_eq(sf_awp_read_create(&a, &oc), 0);
+	cr_assert_eq(oc, SF_AWP_CREATE_OK);
+	a.kind = SF_AWP_ANS_EXISTS; /* a live read decides (sf_awp_read_adopt) */
+	cr_assert_eq(sf_awp_read_create(&a, &oc), 1);
+}
