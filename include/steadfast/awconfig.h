@@ -84,6 +84,10 @@ typedef struct sf_aw_config {
 	int cert_management;           /* 1 when certManagement is given (nothing to manage) */
 	sf_aw_autopilot autopilot;     /* appwrapper.autopilot */
 	char slack_queue_name[254];    /* appwrapper.slackQueueName, "" */
+	/* The keys the last load accepted with nothing to do here (upstream's
+	 * certManagement, enableHTTP2, ...), dotted and comma-separated, for
+	 * the warning the manager logs at start; "" = none. */
+	char ignored[512];
 } sf_aw_config;
 
 void sf_awcfg_defaults(sf_aw_config *c);

@@ -521,6 +521,7 @@ static const field cert_fields[] = {
     IGN("namespace", F_IGN_STR),
     IGN("certificateDir", F_IGN_STR),
     IGN("certificateName", F_IGN_STR),
+    IGN("certificateOrg", F_IGN_STR), /* v1.2.1, v1.2.2 */
     IGN("certificateOrganization", F_IGN_STR),
     IGN("certificateDNSName", F_IGN_STR),
     IGN("mutatingWebhookConfigName", F_IGN_STR),
@@ -752,6 +753,23 @@ static int load_taints(loader *ld, sf_jv v, sf_aw_autopilot *ap)
 	return 0;
 }
 
+/* A key accepted with nothing to do here: named in c->ignored (cut, with
+ * "...", when they do not fit). Returns 0. */
+static int note_ignored(loader *ld)
+{
+	char *b = ld->c->ignored;
+	size_t cap = sizeof(ld->c->ignored), len = strlen(b);
+	if (strstr(b, "..."))
+		return 0;
+	if (len + strlen(ld->path) + 3 >= cap) {
+		if (len + 5 < cap)
+			snprintf(b + len, cap - len, "%s...", len ? ", " : "");
+		return 0;
+	}
+	snprintf(b + len, cap - len, "%s%s", len ? ", " : "", ld->path);
+	return 0;
+}
+
 static int load_value(loader *ld, sf_jv v, const field *f)
 {
 	sf_json_type t = sf_jv_type(v);
@@ -802,10 +820,11 @@ static int load_value(loader *ld, sf_jv v, const field *f)
 		return 0;
 	}
 	case F_IGN_BOOL:
-		return t == SF_JSON_TRUE || t == SF_JSON_FALSE ? 0 : type_err(ld, v, "a boolean");
-	case F_IGN_STR: return t == SF_JSON_STRING ? 0 : type_err(ld, v, "a string");
-	case F_IGN_OBJ: return t == SF_JSON_OBJECT ? 0 : type_err(ld, v, "a mapping");
-	case F_IGN_ARR: return t == SF_JSON_ARRAY ? 0 : type_err(ld, v, "a sequence");
+		return t == SF_JSON_TRUE || t == SF_JSON_FALSE ? note_ignored(ld)
+		                                               : type_err(ld, v, "a boolean");
+	case F_IGN_STR: return t == SF_JSON_STRING ? note_ignored(ld) : type_err(ld, v, "a string");
+	case F_IGN_OBJ: return t == SF_JSON_OBJECT ? note_ignored(ld) : type_err(ld, v, "a mapping");
+	case F_IGN_ARR: return t == SF_JSON_ARRAY ? note_ignored(ld) : type_err(ld, v, "a sequence");
 	case F_TAINTS: return load_taints(ld, v, (sf_aw_autopilot *)(void *)base);
 	}
 	return -EINVAL;
@@ -873,6 +892,7 @@ int sf_awcfg_load_yaml(sf_aw_config *c, const char *yaml, size_t len, char *err,
 		return 0; /* no document: nothing to change */
 
 	sf_aw_config copy = *c;
+	copy.ignored[0] = '\0'; /* this load's */
 	loader ld = {&copy, err, errlen, ""};
 	sf_jv root = sf_jv_root(doc.json, doc.len);
 	switch (sf_jv_type(root)) {

@@ -422,6 +422,14 @@ Test(awconfig, yaml_upstream_generated)
 	         "autopilot.ibm.com/gpuhealth");
 	snprintf(want.autopilot.taints[0].value, sizeof(want.autopilot.taints[0].value), "ERR");
 	want.autopilot.taints[0].effect = SF_TAINT_NO_SCHEDULE;
+	/* the sections with nothing to do here are named for the warning */
+	cr_expect_str_eq(c.ignored,
+	                 "appwrapper.kueueJobReconciller.labelKeysToCopy, "
+	                 "appwrapper.kueueJobReconciller.manageJobsNamespaceSelector, "
+	                 "appwrapper.kueueJobReconciller.waitForPodsReady, "
+	                 "certManagement.certificateDir, certManagement.certificateName, "
+	                 "certManagement.namespace, controllerManager.enableHTTP2");
+	snprintf(want.ignored, sizeof(want.ignored), "%s", c.ignored);
 	cr_expect_eq(memcmp(&c, &want, sizeof(c)), 0);
 }
 
@@ -1130,4 +1138,65 @@ Test(awconfig, autopilot_errors_name_the_key)
 	             0, "%s", err);
 	cr_assert_eq(sf_awcfg_validate(&c, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "autopilot.preferNoScheduleWeight 0 is outside 1-100"), "%s", err);
+}
+
+/* Every key upstream v1.2.1 and v1.2.2 accept (pkg/config: the two are the
+ * same), with their defaults: accepted, and those with nothing to do here
+ * named in the warning the controller logs at start. */
+static const char upstream_v121_every_key[] =
+    "appwrapper:\n"
+    "  autopilot:\n"
+    "    injectAntiAffinities: true\n"
+    "    monitorNodes: true\n"
+    "    preferNoScheduleWeight: 50\n"
+    "    resourceTaints:\n"
+    "      nvidia.com/gpu:\n"
+    "      - {key: autopilot.ibm.com/gpuhealth, value: WARN, effect: PreferNoSchedule}\n"
+    "      - {key: autopilot.ibm.com/gpuhealth, value: TESTING, effect: NoSchedule}\n"
+    "      - {key: autopilot.ibm.com/gpuhealth, value: EVICT, effect: NoExecute}\n"
+    "  userRBACAdmissionCheck: true\n"
+    "  faultTolerance:\n"
+    "    admissionGracePeriod: 1m\n"
+    "    warmupGracePeriod: 5m\n"
+    "    failureGracePeriod: 1m\n"
+    "    resetPause: 90s\n"
+    "    retryLimit: 3\n"
+    "    deletionGracePeriod: 10m\n"
+    "    gracePeriodCeiling: 24h\n"
+    "    successTTLCeiling: 168h\n"
+    "  schedulerName: \"\"\n"
+    "  defaultQueueName: \"\"\n"
+    "certManagement:\n"
+    "  namespace: appwrapper-system\n"
+    "  certificateDir: /tmp/k8s-webhook-server/serving-certs\n"
+    "  certificateName: appwrapper-ca\n"
+    "  certificateOrg: appwrapper\n"
+    "  mutatingWebhookConfigName: appwrapper-mutating-webhook-configuration\n"
+    "  validatingWebhookConfigName: appwrapper-validating-webhook-configuration\n"
+    "  webhookServiceName: appwrapper-webhook-service\n"
+    "  webhookSecretName: appwrapper-webhook-server-cert\n"
+    "controllerManager:\n"
+    "  metrics:\n"
+    "    bindAddress: \":8443\"\n"
+    "    secureServing: true\n"
+    "  health:\n"
+    "    bindAddress: \":8081\"\n"
+    "  leaderElection: true\n"
+    "  enableHTTP2: false\n"
+    "webhooksEnabled: true\n";
+
+Test(awconfig, every_upstream_v1_2_key_is_accepted_and_the_unused_named)
+{
+	sf_aw_config c;
+	char err[256] = "";
+	sf_awcfg_defaults(&c);
+	cr_assert_eq(load(&c, upstream_v121_every_key, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sf_awcfg_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert(strstr(c.ignored, "certManagement.certificateOrg"), "%s", c.ignored);
+	cr_assert(strstr(c.ignored, "controllerManager.enableHTTP2"), "%s", c.ignored);
+	cr_assert_null(strstr(c.ignored, "faultTolerance"), "%s", c.ignored);
+	/* and a key no version has is still an error */
+	sf_awcfg_defaults(&c);
+	cr_assert_neq(load(&c, "certManagement:\n  certificateOrgs: x\n", err, sizeof(err)), 0);
+	cr_assert(strstr(err, "certManagement.certificateOrgs: unknown key"), "%s", err);
 }
