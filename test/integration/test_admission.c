@@ -741,6 +741,25 @@ Test(admission, component_in_another_namespace_is_refused)
 	free(aw);
 }
 
+/* One rule for "ours", shared by admission and controller: spec.managedBy
+ * unset or the controller's name. "" is neither: the controller would
+ * never reconcile it (not even its deletion) while the mutating policy
+ * added the finalizer, so it could never be deleted. Refused at create,
+ * naming the field; the controller's name is fine. */
+Test(admission, managed_by_empty_is_refused_at_create)
+{
+	char *aw = pods_aw("mby", 1, "", "  managedBy: \"\"\n", "");
+	expect_refused(&K, aw, 422, POLICY, "spec.managedBy", NULL);
+	free(aw);
+	aw = pods_aw("mby-ours", 1, "", "  managedBy: workload.codeflare.dev/appwrapper-controller\n",
+	             "");
+	tl_res r;
+	aw_post(&K, aw, 0, &r);
+	cr_expect_eq(r.http_status, 201, "%ld %s", r.http_status, r.message);
+	tl_res_clear(&r);
+	free(aw);
+}
+
 /* ---- update ---- */
 
 Test(admission, immutable_fields_cannot_be_updated)
