@@ -2,7 +2,7 @@
 #
 # Sources are found by wildcard: every src/<module>/*.c and election/*.c goes
 # into libsteadfast.a (src/cli/*.c, the program, into build/steadfast), every test/unit/*.c into one criterion binary, every
-# test/integration/*.c into another. `make help` lists the targets.
+# test/integration/*.c into another, every test/model/*.c (the model checker) into a third. `make help` lists the targets.
 
 SHELL := /bin/bash
 CC ?= cc
@@ -25,6 +25,7 @@ MAIN_SRC := $(sort $(wildcard src/cli/*.c))
 LIB_SRCS := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)) $(wildcard election/*.c))
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
 INTEG_SRCS := $(sort $(wildcard test/integration/*.c))
+MODEL_SRCS := $(sort $(wildcard test/model/*.c))
 TESTLIB_SRCS := $(sort $(wildcard test/lib/*.c))
 FUZZ_SRCS := $(sort $(wildcard test/fuzz/fuzz_*.c))
 
@@ -34,6 +35,11 @@ LIB := $(O)/libsteadfast.a
 BIN := $(O)/steadfast
 UNIT_BIN := $(O)/test/unit-tests
 INTEG_BIN := $(O)/test/integration-tests
+MODEL_BIN := $(O)/test/model-tests
+# phase.c once more, with the seeded mutations the model checker must catch
+# (awphase.h, SF_AWP_MUTANTS); linked before $(LIB), so it wins there. The
+# shipped library has none.
+MODEL_PHASE := $(O)/model-obj/phase.o
 # The controller with its fault points live (test/shim/faults.c): only the
 # fault-injection tests start it; the shipped $(BIN) reads no fault settings.
 FAULT_BIN := $(O)/test/steadfast-faults
@@ -42,7 +48,7 @@ DEPS_STAMP := $(O)/.deps-ok
 CLUSTER_DIR ?= $(CURDIR)/.cluster
 JOBS ?= 2
 
-.PHONY: all deps test unit integration bench fuzz fuzz-build asan lint format \
+.PHONY: all deps test unit model model-large integration bench fuzz fuzz-build asan lint format \
 	cluster-up cluster-down cluster-build demo clean help tidy-check image install
 
 all: $(BIN)
@@ -52,6 +58,8 @@ help:
 	@echo "make deps       install missing Debian packages (and Go if absent)"
 	@echo "make test       everything CI runs: build, unit, integration, fuzz regressions"
 	@echo "make unit       unit tests (no network)"
+	@echo "make model      model checker of the AppWrapper phase machine, small bound (part of make test)"
+	@echo "make model-large  the same with the larger bound (minutes)"
 	@echo "make integration  tests against a real local control plane"
 	@echo "make asan       ASan+UBSan build running unit and integration tests"
 	@echo "make fuzz       run each fuzz target for FUZZ_SECONDS (default 60)"
@@ -99,6 +107,18 @@ $(INTEG_BIN): $(INTEG_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
 
+$(MODEL_PHASE): src/appwrapper/phase.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DSF_AWP_MUTANTS $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(O)/test/model/%.o: test/model/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DSF_AWP_MUTANTS $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(MODEL_BIN): $(MODEL_SRCS:%.c=$(O)/%.o) $(MODEL_PHASE) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
+
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
 
 # --- install ----------------------------------------------------------------
@@ -123,6 +143,16 @@ image: $(DEPS_STAMP)
 unit: $(UNIT_BIN)
 	@RESULTS=$(O)/test-results tools/run-tests.sh unit $(UNIT_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
 
+# The model checker (test/model/README.md): the unmutated phase machine and
+# each seeded mutation, explored to the small bound; model-large explores
+# the larger one (not part of make test).
+model: $(MODEL_BIN)
+	@RESULTS=$(O)/test-results tools/run-tests.sh model $(MODEL_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
+
+model-large: $(MODEL_BIN)
+	@STEADFAST_MODEL_BOUND=large RESULTS=$(O)/test-results tools/run-tests.sh model-large \
+		$(MODEL_BIN) --jobs=$(JOBS) $(CRITERION_ARGS)
+
 # Also kube-scheduler, Kueue and kwok (the kueue integration suite runs
 # them) and the kubelet (the node suite's KUBELET=true up.sh): built here,
 # before any test's timeout runs.
@@ -143,7 +173,7 @@ integration: $(INTEG_BIN) $(BIN) $(FAULT_BIN) cluster-build image
 
 test: all
 	@rm -rf $(O)/test-results
-	@$(MAKE) --no-print-directory unit integration fuzz-regress
+	@$(MAKE) --no-print-directory unit model integration fuzz-regress
 	@tools/summary.sh $(O)/test-results
 
 # --- sanitizers, fuzzing, lint ----------------------------------------------

@@ -1,0 +1,147 @@
+/*
+ * test_model.c - the model checker's tests (README.md): the phase machine
+ * as shipped has no violation within the bound, and each seeded mutation
+ * of its evidence rules (awphase.h, SF_AWP_MUTANTS) is caught, with its
+ * shortest trace on stderr. STEADFAST_MODEL_BOUND=large (make model-large)
+ * explores the larger bound.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "steadfast/awphase.h"
+
+/* Every scenario gets the same perturbations: at most one leader crash,
+ * one lost answer, one proxy 404, one Job held by a foreign finalizer, one
+ * foreign Job deletion; and Kueue, the user and the pods their bounded
+ * share. */
+static m_scen scen(const char *name, int seed, int depth)
+{
+	m_scen s = {
+	    .name = name,
+	    .seed = seed,
+	    .depth = depth,
+	    .admits = 2,
+	    .preempts = 1,
+	    .user_deletes = 1,
+	    .pod_failures = 1,
+	    .max_pods = 2,
+	    .ticks = 3,
+	    .crashes = 1,
+	    .lost_answers = 1,
+	    .foreign_404s = 1,
+	    .lingers = 1,
+	    .foreign_deletes = 1,
+	};
+	return s;
+}
+
+void m_bounds_small(m_bounds *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->name = "small";
+	b->completions = 1, b->parallelism = 1;
+	b->admission_grace = 1, b->warmup_grace = 1, b->failure_grace = 1;
+	b->retry_pause = 1, b->retry_limit = 1;
+	b->forceful_grace = 2, b->success_ttl = 1, b->missing_grace = 1;
+	b->liveness = 1;
+	b->scen[b->nscen++] = scen("new", 0, 10);
+	b->scen[b->nscen++] = scen("running", 2, 10);
+	b->scen[b->nscen++] = scen("preempted", 3, 10);
+	b->scen[b->nscen++] = scen("reset", 4, 10);
+}
+
+void m_bounds_large(m_bounds *b)
+{
+	m_bounds_small(b);
+	b->name = "large";
+	b->completions = 2, b->parallelism = 2;
+	for (int i = 0; i < b->nscen; i++) {
+		b->scen[i].max_pods = 3;
+		b->scen[i].depth += 2;
+	}
+}
+
+static void bounds(m_bounds *b)
+{
+	const char *e = getenv("STEADFAST_MODEL_BOUND");
+	if (e && strcmp(e, "large") == 0)
+		m_bounds_large(b);
+	else
+		m_bounds_small(b);
+	const char *d = getenv("STEADFAST_MODEL_DEPTH");
+	for (int i = 0; d && atoi(d) > 0 && i < b->nscen; i++)
+		b->scen[i].depth = atoi(d);
+}
+
+TestSuite(model, .timeout = 1800);
+
+Test(model, unmutated_machine_has_no_violation)
+{
+	m_bounds b;
+	m_result r;
+	bounds(&b);
+	sf_awp_mutation = SF_AWP_MUT_NONE;
+	cr_assert_eq(m_explore(&b, &r), 0, "the model broke (see stderr)");
+	cr_assert_not(r.violated, "violation on the unmutated phase machine: %s", r.violation);
+}
+
+static void caught(sf_awp_mutant m)
+{
+	m_bounds b;
+	m_result r;
+	bounds(&b);
+	b.liveness = 0; /* a mutant is caught by a safety invariant */
+	sf_awp_mutation = m;
+	cr_assert_eq(m_explore(&b, &r), 0, "the model broke (see stderr)");
+	cr_assert(r.violated, "mutant %s not caught within the bound (%llu states, depth %d)",
+	          sf_awp_mutant_name(m), (unsigned long long)r.states, r.depth);
+	cr_log_info("mutant %s caught in scenario %s: %s", sf_awp_mutant_name(m),
+	            b.scen[r.scen].name, r.violation);
+}
+
+Test(model, catches_resume_trusts_cache)
+{
+	caught(SF_AWP_MUT_RESUME_TRUSTS_CACHE);
+}
+
+Test(model, catches_delete_on_pod_cache)
+{
+	caught(SF_AWP_MUT_DELETE_ON_POD_CACHE);
+}
+
+Test(model, catches_missing_without_live_get)
+{
+	caught(SF_AWP_MUT_MISSING_WITHOUT_LIVE);
+}
+
+Test(model, catches_failed_component_from_cache)
+{
+	caught(SF_AWP_MUT_FAILED_FROM_CACHE);
+}
+
+Test(model, catches_pod_list_before_delete_ack)
+{
+	caught(SF_AWP_MUT_LIST_BEFORE_DELETE);
+}
+
+Test(model, catches_success_from_cache)
+{
+	caught(SF_AWP_MUT_SUCCESS_FROM_CACHE);
+}
+
+Test(model, catches_failed_pods_from_cache)
+{
+	caught(SF_AWP_MUT_FAILED_PODS_FROM_CACHE);
+}
+
+Test(model, catches_foreign_404_as_absence)
+{
+	caught(SF_AWP_MUT_FOREIGN_404_ABSENT);
+}
+
+Test(model, catches_adopt_a_deleting_incarnation)
+{
+	caught(SF_AWP_MUT_ADOPT_DELETING);
+}
