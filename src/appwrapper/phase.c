@@ -1354,6 +1354,28 @@ static void step_succeeded(step *st)
 	cond(st, C_DEPLOYED, "False", "Succeeded", msg);
 }
 
+/* 1 when the working status st says what status (the object's, maybe
+ * absent) says, once both are normalised the same way (conditions and
+ * componentStatus lists present); 0 when not; -ENOMEM. */
+static int status_unchanged(sf_jv status, const sf_jd *st)
+{
+	sf_jd *orig =
+	    sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : sf_jd_new_obj();
+	if (!orig)
+		return -ENOMEM;
+	if (!sf_jd_arr_member(orig, "conditions")) {
+		sf_jd_del(orig, "conditions");
+		sf_jd_arr_member(orig, "conditions");
+	}
+	if (sf_jd_type(sf_jd_get(orig, "componentStatus")) != SF_JSON_ARRAY) {
+		sf_jd_del(orig, "componentStatus");
+		sf_jd_arr_member(orig, "componentStatus");
+	}
+	int same = sf_jd_equal(orig, st);
+	sf_jd_free(orig);
+	return same;
+}
+
 int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t errlen)
 {
 	memset(plan, 0, sizeof(*plan));
@@ -1402,12 +1424,14 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 
 	if (sf_jv_ok(sf_jv_path(aw, "metadata.deletionTimestamp"))) {
 		if (do_deletion(&st, phase, fin) && st.rc == 0) {
-			/* conditions already final: drop the finalizer now */
-			sf_jd *orig =
-			    sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : NULL;
-			int same = orig && sf_jd_equal(orig, st.status);
-			sf_jd_free(orig);
-			if (same) {
+			/* conditions already final: drop the finalizer now (a
+			 * status never written compares as the empty one, or an
+			 * AppWrapper deleted before its first reconcile would
+			 * keep its finalizer) */
+			int same = status_unchanged(status, st.status);
+			if (same < 0) {
+				note_rc(&st, same);
+			} else if (same) {
 				plan->meta_patch =
 				    meta_patch_finalizers(&st, SF_AW_FINALIZER, NULL);
 				plan->requeue_ms = -1;
@@ -1447,24 +1471,16 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 		plan->nevents = 0;
 		return 0;
 	}
-	sf_jd *orig =
-	    sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : sf_jd_new_obj();
-	if (!orig) {
+	int same = status_unchanged(status, st.status);
+	if (same < 0) {
 		sf_jd_free(st.status);
 		sf_awp_plan_free(plan);
-		return -ENOMEM;
+		return same;
 	}
-	/* normalise the original the same way before comparing */
-	sf_jd_arr_member(orig, "conditions");
-	if (sf_jd_type(sf_jd_get(orig, "componentStatus")) != SF_JSON_ARRAY) {
-		sf_jd_del(orig, "componentStatus");
-		sf_jd_arr_member(orig, "componentStatus");
-	}
-	if (sf_jd_equal(orig, st.status))
+	if (same)
 		sf_jd_free(st.status);
 	else
 		plan->status = st.status;
-	sf_jd_free(orig);
 	return 0;
 }
 

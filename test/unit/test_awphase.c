@@ -1463,3 +1463,20 @@ Test(awphase, a_create_refused_with_400_is_retried_as_upstream_does)
 	a.kind = SF_AWP_ANS_EXISTS; /* a live read decides (sf_awp_read_adopt) */
 	cr_assert_eq(sf_awp_read_create(&a, &oc), 1);
 }
+
+/* Found by the model checker: an AppWrapper deleted before its first
+ * reconcile (the admission policy added the finalizer at create; no status
+ * yet) kept its finalizer forever - the step planned neither a status
+ * write (nothing to write) nor the finalizer's removal (it compared with a
+ * status that did not exist). */
+Test(awphase, deleted_before_any_status_loses_its_finalizer)
+{
+	snap s = {.json = aw_json(FIN ",\"deletionTimestamp\":\"2027-01-01T00:00:00Z\"",
+	                          "\"suspend\":true", NULL)};
+	run(&s);
+	cr_assert_not_null(s.plan.meta_patch, "the finalizer stays (%s)", s.plan.why);
+	char *p = sf_jd_dump(s.plan.meta_patch);
+	cr_assert_str_eq(p, "{\"metadata\":{\"finalizers\":[]}}");
+	free(p);
+	done(&s);
+}
