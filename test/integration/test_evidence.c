@@ -685,6 +685,35 @@ Test(evidence, preemption_keeps_the_quota_while_pods_the_cache_missed_remain, .t
 	cr_assert(tl_ctl_alive(c));
 }
 
+/* ---- 7. deleted before the first reconcile ---- */
+
+static int aw_gone_from_cache(void *ud)
+{
+	return tl_aw_cached(&W, ud) == NULL;
+}
+
+/* The admission policy adds the finalizer at create; the user deletes the
+ * AppWrapper before any controller reconciled it (no status yet). The
+ * controller must still let it go (it used to plan nothing: Terminating
+ * for good). Found by the model checker. */
+Test(evidence, an_appwrapper_deleted_before_its_first_reconcile_goes)
+{
+	tl_aw_create(&W, "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	                 "\"metadata\":{\"name\":\"early\",\"finalizers\":[\"" SF_AW_FINALIZER
+	                 "\"]},\"spec\":{\"suspend\":true,\"components\":[{\"template\":{"
+	                 "\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"early-pod\"},"
+	                 "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
+	cr_assert_eq(tl_aw_req(&W, "DELETE", &SF_GVR_APPWRAPPERS, "early", NULL, NULL), 200);
+	/* the finalizer holds it */
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_APPWRAPPERS, "early", NULL, NULL), 200);
+	controller("early");
+	if (tl_run_until_fn(&K.loop, aw_gone_from_cache, "early", 30000) != 0) {
+		tl_aw_dump(&W, "early");
+		cr_assert_fail("the AppWrapper deleted before its first reconcile is still there");
+	}
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_APPWRAPPERS, "early", NULL, NULL), 404);
+}
+
 /* ---- 3. component identity is fixed when first recorded ---- */
 
 Test(evidence, a_renamed_template_is_never_created)
