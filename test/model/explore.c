@@ -53,7 +53,12 @@ typedef struct search {
 	int v_succ;
 	char violation[512];
 	int live_fail; /* the violation is a liveness verdict of state v_parent's successor */
-	uint32_t v_state;
+	/* the unmutated machine: every distinct violation is reported (its
+	 * shortest trace) and the search goes on */
+	int collect;
+	char seen[16][512];
+	int nseen;
+	uint64_t repeats;
 	/* liveness verdicts by state hash (0 = ok, else an index into texts) */
 	vslot *live;
 	size_t nlive, live_slots;
@@ -318,6 +323,35 @@ static int liveness(search *S, const m_state *s0)
 /* ---- the search ---- */
 
 static int shared_with_unmutated(search *S, uint32_t parent, int succ);
+static void print_trace(search *S, const m_state *seed, uint32_t last_parent, int last_succ,
+                        int liveness_tail);
+
+/* A violation at transition succ of state parent (liveness: of state
+ * parent itself). Returns 1 when the search must stop. */
+static int found(search *S, uint32_t parent, int succ, int live, const char *msg)
+{
+	if (!S->collect) {
+		S->violated = 1;
+		S->live_fail = live;
+		S->v_parent = parent;
+		S->v_succ = succ;
+		snprintf(S->violation, sizeof(S->violation), "%s", msg);
+		return 1;
+	}
+	for (int i = 0; i < S->nseen; i++)
+		if (strcmp(S->seen[i], msg) == 0) {
+			S->repeats++;
+			return 0;
+		}
+	if (S->nseen < 16)
+		snprintf(S->seen[S->nseen++], sizeof(S->seen[0]), "%s", msg);
+	if (!S->violated)
+		snprintf(S->violation, sizeof(S->violation), "%s", msg);
+	S->violated = 1;
+	fprintf(stderr, "model [%s/%s]: VIOLATION %s\n", S->b->name, S->sc->name, msg);
+	print_trace(S, NULL, parent, succ, live);
+	return 0;
+}
 
 static void on_succ(m_emit *e, const m_state *next, const char *label, const char *viol)
 {
@@ -325,15 +359,11 @@ static void on_succ(m_emit *e, const m_state *next, const char *label, const cha
 	int k = S->k++;
 	(void)label;
 	S->transitions++;
-	if (S->violated)
+	if (S->violated && !S->collect)
 		return;
-	if (viol && !ignore(viol) && !shared_with_unmutated(S, S->cur_idx, k)) {
-		S->violated = 1;
-		S->v_parent = S->cur_idx;
-		S->v_succ = k;
-		snprintf(S->violation, sizeof(S->violation), "%s", viol);
+	if (viol && !ignore(viol) && !shared_with_unmutated(S, S->cur_idx, k) &&
+	    found(S, S->cur_idx, k, 0, viol))
 		return;
-	}
 	uint8_t buf[M_PACK];
 	size_t n;
 	uint64_t h[2];
@@ -346,13 +376,9 @@ static void on_succ(m_emit *e, const m_state *next, const char *label, const cha
 	m_state u;
 	m_unpack(buf, n, &u);
 	const char *sv = m_check_state(&u);
-	if (sv[0] && !ignore(sv) && !shared_with_unmutated(S, S->cur_idx, k)) {
-		S->violated = 1;
-		S->v_parent = S->cur_idx;
-		S->v_succ = k;
-		snprintf(S->violation, sizeof(S->violation), "%s", sv);
+	if (sv[0] && !ignore(sv) && !shared_with_unmutated(S, S->cur_idx, k) &&
+	    found(S, S->cur_idx, k, 0, sv))
 		return;
-	}
 	arena_put(&S->next, idx, buf, n);
 }
 
@@ -561,11 +587,7 @@ static int check_live(search *S, const m_state *s, uint32_t idx)
 	int v = liveness(S, s);
 	if (!v || ignore(S->verdicts[v - 1]))
 		return 0;
-	S->violated = 1;
-	S->live_fail = 1;
-	S->v_parent = idx;
-	snprintf(S->violation, sizeof(S->violation), "%s", S->verdicts[v - 1]);
-	return 1;
+	return found(S, idx, 0, 1, S->verdicts[v - 1]);
 }
 
 static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
@@ -579,6 +601,11 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 	S->b = b;
 	S->sc = sc;
 	S->e.fn = on_succ;
+#ifdef SF_AWP_MUTANTS
+	S->collect = sf_awp_mutation == SF_AWP_MUT_NONE;
+#else
+	S->collect = 1;
+#endif
 	ignored = 0;
 	shared = 0;
 	m_state seed;
@@ -598,7 +625,7 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 	int depth = 0;
 	for (;;) {
 		size_t off = 0;
-		while (off < S->cur.n && !S->violated) {
+		while (off < S->cur.n && !(S->violated && !S->collect)) {
 			uint32_t idx;
 			uint16_t len;
 			memcpy(&idx, S->cur.p + off, 4);
@@ -622,7 +649,7 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 				break;
 			}
 		}
-		if (S->violated || rc || depth == sc->depth || !S->next.n)
+		if ((S->violated && !S->collect) || rc || depth == sc->depth || !S->next.n)
 			break;
 		arena t = S->cur;
 		S->cur = S->next;
@@ -643,7 +670,8 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 	r->transitions = S->transitions;
 	r->steps = m_steps_run() - steps0;
 	r->live_checked = S->live_checked;
-	r->depth = S->violated && !S->live_fail ? depth + 1 : depth;
+	m_mutant_diffs(&r->mut_diffs, &r->mut_diffs_ending);
+	r->depth = S->violated && !S->live_fail && !S->collect ? depth + 1 : depth;
 	r->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	r->violated = S->violated;
 	snprintf(r->violation, sizeof(r->violation), "%s", S->violation);
@@ -652,13 +680,24 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 #else
 	const char *mut = "none";
 #endif
+	char diffs[96] = "";
+	if (strcmp(mut, "none") != 0)
+		snprintf(diffs, sizeof(diffs), ", %" PRIu64 " decisions changed by the mutation",
+		         r->mut_diffs);
 	fprintf(stderr,
 	        "model [%s/%s] mutant %s: %" PRIu64 " states, %" PRIu64 " transitions, depth %d, "
-	        "%" PRIu64 " phase-machine steps, %" PRIu64 " liveness runs, %.1f s%s%s\n",
+	        "%" PRIu64 " phase-machine steps, %" PRIu64 " liveness runs%s, %.1f s%s%s\n",
 	        b->name, sc->name, mut, r->states, r->transitions, r->depth, r->steps,
-	        r->live_checked, r->seconds, S->violated ? ": VIOLATION " : ": no violation",
+	        r->live_checked, diffs, r->seconds,
+	        S->violated ? (S->collect ? ": violations (above), the first: " : ": VIOLATION ")
+	                    : ": no violation",
 	        S->violated ? S->violation : "");
-	if (S->violated) {
+	if (S->collect && S->nseen)
+		fprintf(stderr,
+		        "model [%s/%s]: %d distinct violations (shortest trace of each above), %" PRIu64
+		        " more reached again\n",
+		        b->name, sc->name, S->nseen, S->repeats);
+	if (S->violated && !S->collect) {
 		if (S->live_fail)
 			print_trace(S, &seed, S->v_parent, 0, 1);
 		else
@@ -681,17 +720,33 @@ int m_explore(const m_bounds *b, m_result *r)
 		r->transitions += one.transitions;
 		r->steps += one.steps;
 		r->live_checked += one.live_checked;
+		r->mut_diffs = one.mut_diffs; /* m_world_init resets them once */
+		r->mut_diffs_ending = one.mut_diffs_ending;
 		r->seconds += one.seconds;
 		if (one.depth > r->depth)
 			r->depth = one.depth;
-		if (one.violated) {
+		if (one.violated && !r->violated) {
 			r->violated = 1;
 			r->scen = i;
-			r->depth = one.depth;
 			snprintf(r->violation, sizeof(r->violation), "%s", one.violation);
-			break;
 		}
+#ifdef SF_AWP_MUTANTS
+		if (one.violated && sf_awp_mutation != SF_AWP_MUT_NONE) {
+			r->depth = one.depth;
+			break; /* a mutant is caught: its shortest trace is printed */
+		}
+#endif
 	}
+#ifdef SF_AWP_MUTANTS
+	const char *mut = sf_awp_mutant_name(sf_awp_mutation);
+#else
+	const char *mut = "none";
+#endif
+	fprintf(stderr,
+	        "model [%s] mutant %s: TOTAL %" PRIu64 " states, max depth %d, %.1f s: %s%s%s\n",
+	        b->name, mut, r->states, r->depth, r->seconds,
+	        r->violated ? "violation in scenario " : "no violation",
+	        r->violated ? b->scen[r->scen].name : "", r->violated ? "" : "");
 	m_world_free();
 	return rc;
 }

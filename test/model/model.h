@@ -36,6 +36,12 @@ typedef struct m_scen {
 	int foreign_404s;    /* a proxy's 404 on a live GET or a DELETE */
 	int lingers;         /* a deleted Job stays, terminating (a foreign finalizer) */
 	int foreign_deletes; /* someone else deletes the Job (kubectl delete job) */
+	/* An executor variant (not controller.c's): the informer dropping the
+	 * copy a DELETE of ours was acknowledged for counts as gone when the
+	 * step's input is built (observe_components), not when the next
+	 * DELETE action finds it gone (start_delete). Under it, the evidence
+	 * clock's rule for pod lists is load-bearing (README.md). */
+	int gone_on_observe;
 } m_scen;
 
 #define M_MAXSCEN 8
@@ -57,6 +63,7 @@ typedef struct m_result {
 	uint64_t transitions; /* transitions generated */
 	uint64_t steps;       /* sf_awp_step calls (not served from the step cache) */
 	uint64_t live_checked;
+	uint64_t mut_diffs, mut_diffs_ending; /* m_mutant_diffs */
 	int depth; /* deepest level completed (or reached, on a violation) */
 	int scen;  /* the scenario of the violation */
 	double seconds;
@@ -151,6 +158,8 @@ typedef struct m_state {
 	uint8_t fdel_inc;       /* the last incarnation someone else deleted */
 	uint8_t alive_ev;       /* the incarnation the last delivered CREATE 201 or
 	                         * adoption GET showed alive (ours, not deleting) */
+	uint8_t fdel_ok;        /* an incarnation someone else deleted after such an
+	                         * answer had shown it alive */
 	uint8_t failures;       /* pods that failed */
 	uint8_t perturbed;      /* a perturbation that may fail the AppWrapper happened */
 	m_leader L;
@@ -188,6 +197,12 @@ void m_describe(const m_state *s, char *buf, size_t n);
 const char *m_check_final(const m_state *s);
 /* How many times sf_awp_step ran (the step cache serves repeats). */
 uint64_t m_steps_run(void);
+/* How many distinct phase-machine inputs the seeded mutation decided
+ * differently from the shipped machine (ending: its plan ends a deletion -
+ * QuotaReserved=False, DeletionComplete or the finalizer's removal - where
+ * the shipped one's does not); the answer readers' differences count in
+ * diffs too. */
+void m_mutant_diffs(uint64_t *diffs, uint64_t *ending);
 /* MurmurHash3 x64 128 of key. */
 void m_hash128(const void *key, size_t len, uint64_t out[2]);
 /* The longest timer of the bound, in seconds (a catch-up run that ticks

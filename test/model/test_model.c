@@ -50,6 +50,8 @@ void m_bounds_small(m_bounds *b)
 	b->scen[b->nscen++] = scen("running", 2, 10);
 	b->scen[b->nscen++] = scen("preempted", 3, 10);
 	b->scen[b->nscen++] = scen("reset", 4, 10);
+	b->scen[b->nscen] = scen("stalled-delete, gone on observation (executor variant)", 5, 10);
+	b->scen[b->nscen++].gone_on_observe = 1;
 }
 
 void m_bounds_large(m_bounds *b)

@@ -36,7 +36,10 @@ static sf_aw_config cfg;
 static sf_aw_settings set;
 static char job_template[512];
 static int64_t expected_pods;
+static int gone_on_observe; /* the scenario's executor variant */
 static uint64_t steps_run;
+/* the seeded mutation's decisions that differ from the shipped machine's */
+static uint64_t mut_diffs, mut_diffs_ending;
 
 /* ---- hashing (MurmurHash3 x64 128, public domain) ---- */
 
@@ -303,6 +306,7 @@ void m_world_init(const m_bounds *b)
 	if (sf_awc_expected_pods(sf_jv_root(aw, strlen(aw)), &expected_pods, err, sizeof(err)) < 0)
 		expected_pods = 0;
 	steps_run = 0;
+	mut_diffs = mut_diffs_ending = 0;
 }
 
 void m_world_free(void)
@@ -610,17 +614,12 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 		         running);
 	/* 4: created successfully only for an incarnation of this attempt */
 	int latest = s->next_inc - 1; /* the last incarnation created */
-	int created = is_true(&n->comp_rd, "ComponentCreatedSuccessfully") &&
-	              !is_true(&o->comp_rd, "ComponentCreatedSuccessfully");
-	if (created && s->alive_ev <= s->reset_mark)
-		viol_add(v, vn,
-		         "invariant 4 (created means created): ComponentCreatedSuccessfully, but no "
-		         "answer in this attempt (a CREATE's 201, or a GET after AlreadyExists) showed "
-		         "a Job of this attempt alive");
-	else if (created && !(live && j.inc > s->reset_mark) &&
-	         /* created in this attempt, then deleted by someone else: the
-	          * create's answer was true when it came */
-	         !(s->fdel_inc && s->fdel_inc == latest && latest > s->reset_mark)) {
+	if (is_true(&n->comp_rd, "ComponentCreatedSuccessfully") &&
+	    !is_true(&o->comp_rd, "ComponentCreatedSuccessfully") &&
+	    !(live && j.inc > s->reset_mark) &&
+	    /* created in this attempt and shown alive to the controller, then
+	     * deleted by someone else: the answer was true when it came */
+	    !(s->fdel_ok && s->fdel_ok == latest && latest > s->reset_mark)) {
 		char why[96];
 		if (!j.inc)
 			snprintf(why, sizeof(why), "no incarnation exists");
@@ -689,6 +688,21 @@ typedef struct key_in {
 	m_pod pods[M_PODS];
 } key_in;
 
+static void compute_plan(const char *json, size_t jlen, const sf_awp_comp *comp, int ncomp,
+                         const m_podset *view, const m_leader *L, int64_t now, m_plan *p);
+static void plan_diff(const char *json, size_t jlen, const m_plan *m, const m_plan *ref);
+static int has_fin(sf_jv aw);
+
+static int has_fin(sf_jv aw)
+{
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_path(aw, "metadata.finalizers"));
+	sf_jv f;
+	while (sf_jv_next(&it, NULL, &f))
+		if (sf_jv_streq(f, SF_AW_FINALIZER))
+			return 1;
+	return 0;
+}
+
 static void get_plan(const char *json, size_t jlen, const sf_awp_comp *comp, int ncomp,
                      const m_podset *view, const m_leader *L, int64_t now, m_plan *out)
 {
@@ -731,6 +745,88 @@ static void get_plan(const char *json, size_t jlen, const sf_awp_comp *comp, int
 		return;
 	}
 	steps_run++;
+#ifdef SF_AWP_MUTANTS
+	if (sf_awp_mutation != SF_AWP_MUT_NONE) {
+		/* the same input to the shipped machine, for m_mutant_diffs */
+		sf_awp_mutant mut = sf_awp_mutation;
+		m_plan ref;
+		sf_awp_mutation = SF_AWP_MUT_NONE;
+		get_plan(json, jlen, comp, ncomp, view, L, now, &ref);
+		sf_awp_mutation = mut;
+		ce = pc_find(h, &found); /* the table may have grown */
+		compute_plan(json, jlen, comp, ncomp, view, L, now, &ce->plan);
+		plan_diff(json, jlen, &ce->plan, &ref);
+		*out = ce->plan;
+		return;
+	}
+#endif
+	compute_plan(json, jlen, comp, ncomp, view, L, now, &ce->plan);
+	*out = ce->plan;
+}
+
+static int ends_deletion(const char *json, size_t jlen, const m_plan *p)
+{
+	sf_jv aw = sf_jv_root(json, jlen);
+	if (p->meta)
+		return has_fin(aw) && !p->meta_fin;
+	if (!p->status)
+		return 0;
+	const st_info *n = st_get(p->status);
+	st_cond oq, od;
+	sf_jv conds = sf_jv_path(aw, "status.conditions");
+	cond_of(conds, "QuotaReserved", &oq);
+	cond_of(conds, "DeletingResources", &od);
+	return (n->quota.status == 'F' && oq.status != 'F') ||
+	       (strcmp(n->deleting.reason, "DeletionComplete") == 0 &&
+	        strcmp(od.reason, "DeletionComplete") != 0);
+}
+
+static void plan_diff(const char *json, size_t jlen, const m_plan *m, const m_plan *ref)
+{
+	int same = m->rc == ref->rc && m->status == ref->status && m->meta == ref->meta &&
+	           m->meta_fin == ref->meta_fin && m->meta_suspend == ref->meta_suspend &&
+	           m->nacts == ref->nacts && memcmp(m->acts, ref->acts, sizeof(m->acts)) == 0;
+	if (same)
+		return;
+	mut_diffs++;
+	if (ends_deletion(json, jlen, m) && !ends_deletion(json, jlen, ref))
+		mut_diffs_ending++;
+}
+
+/* The answer readers under the mutation and as shipped: counts a
+ * difference. */
+static void read_diff(const sf_awp_answer *a)
+{
+#ifdef SF_AWP_MUTANTS
+	if (sf_awp_mutation == SF_AWP_MUT_NONE)
+		return;
+	sf_awp_confirmed c1, c2;
+	sf_awp_create_outcome o1 = 0, o2 = 0;
+	int g1 = 0, g2 = 0;
+	int r1 = sf_awp_read_verify(a, &c1), q1 = sf_awp_read_adopt(a, &o1);
+	int d1 = sf_awp_read_delete(a, &g1);
+	sf_awp_mutant mut = sf_awp_mutation;
+	sf_awp_mutation = SF_AWP_MUT_NONE;
+	int r2 = sf_awp_read_verify(a, &c2), q2 = sf_awp_read_adopt(a, &o2);
+	int d2 = sf_awp_read_delete(a, &g2);
+	sf_awp_mutation = mut;
+	if (r1 != r2 || (r1 == 0 && memcmp(&c1, &c2, sizeof(c1)) != 0) || q1 != q2 ||
+	    (q1 == 0 && o1 != o2) || d1 != d2 || g1 != g2)
+		mut_diffs++;
+#else
+	(void)a;
+#endif
+}
+
+void m_mutant_diffs(uint64_t *diffs, uint64_t *ending)
+{
+	*diffs = mut_diffs;
+	*ending = mut_diffs_ending;
+}
+
+static void compute_plan(const char *json, size_t jlen, const sf_awp_comp *comp, int ncomp,
+                         const m_podset *view, const m_leader *L, int64_t now, m_plan *p)
+{
 	sf_awp_pods pods;
 	pods_sum(view->p, M_PODS, &pods);
 	sf_awp_live_pods lp;
@@ -754,7 +850,6 @@ static void get_plan(const char *json, size_t jlen, const sf_awp_comp *comp, int
 	};
 	sf_awp_plan plan;
 	char err[256];
-	m_plan *p = &ce->plan;
 	memset(p, 0, sizeof(*p));
 	p->meta_suspend = -1;
 	p->rc = sf_awp_step(&in, &plan, err, sizeof(err));
@@ -795,7 +890,6 @@ static void get_plan(const char *json, size_t jlen, const sf_awp_comp *comp, int
 	} else {
 		snprintf(p->why, sizeof(p->why), "sf_awp_step: %d %.60s", p->rc, err);
 	}
-	*out = *p;
 }
 
 static const char *act_name(int k)
@@ -812,6 +906,14 @@ static const char *act_name(int k)
 	return "?";
 }
 
+/* STEADFAST_MODEL_WHATIF=name[,name]: model a controller with a proposed
+ * fix, to look past a finding (never set by make; README.md). */
+static int whatif(const char *name)
+{
+	const char *w = getenv("STEADFAST_MODEL_WHATIF");
+	return w && strstr(w, name) != NULL;
+}
+
 /* controller.c's run_actions: every request of the plan is sent now */
 static void run_actions(m_state *s, const m_plan *p, const m_pod *lp, int lp_n, m_emit *e)
 {
@@ -819,7 +921,14 @@ static void run_actions(m_state *s, const m_plan *p, const m_pod *lp, int lp_n, 
 	for (int i = 0; i < p->nacts; i++) {
 		int kind = p->acts[i][0];
 		switch (kind) {
-		case SF_AWP_ACT_CREATE: add_req(s, e, RQ_CREATE, 0, 0, 0); break;
+		case SF_AWP_ACT_CREATE:
+			if (whatif("create-clears-gone")) {
+				/* a create may make the name hold ours again */
+				L->delete_gone = 0;
+				L->deleted_uid = 0;
+			}
+			add_req(s, e, RQ_CREATE, 0, 0, 0);
+			break;
 		case SF_AWP_ACT_VERIFY: add_req(s, e, RQ_VERIFY, 0, 0, 0); break;
 		case SF_AWP_ACT_DELETE:
 		case SF_AWP_ACT_DELETE_FORCE: {
@@ -922,6 +1031,13 @@ static void do_reconcile(const m_state *s, m_emit *e)
 		comp.delete_gone = L->delete_gone;
 		comp.completion_known = 1;
 		m_job jv = s->job[s->jview];
+		if (gone_on_observe && !jv.inc && L->deleted_uid && L->deleted_cached &&
+		    !L->delete_gone) {
+			/* the variant: the cache dropped our deleted copy */
+			L->delete_gone = 1;
+			L->create = SF_AWP_CREATE_NONE;
+		}
+		comp.delete_gone = L->delete_gone;
 		if (jv.inc && jv.inc == L->deleted_uid) {
 			comp.cached.state = SF_AWP_COMP_PRESENT;
 			comp.cached.deleting = 1;
@@ -1059,6 +1175,7 @@ static void answer_get(const m_state *s, int i, const m_req *r, int foreign, m_e
 	}
 	m_job j = real_job(s);
 	del_req(&n, i);
+	read_diff(&a);
 	if (r->kind == RQ_ADOPT_GET) {
 		sf_awp_create_outcome oc;
 		if (a.kind == SF_AWP_ANS_OK && a.owned && !a.deleting && !a.ours_gone)
@@ -1093,6 +1210,8 @@ static void answer_get(const m_state *s, int i, const m_req *r, int foreign, m_e
 		if (rc > 0) {
 			L->delete_gone = 1;
 			L->create = SF_AWP_CREATE_NONE;
+			if (whatif("gone-advances-clock"))
+				L->deletes_acked = ++L->clock;
 		} else if (rc == 0) {
 			add_req(&n, e, RQ_DELETE, j.inc, 0, r->c);
 		}
@@ -1152,9 +1271,14 @@ static void answer_delete(const m_state *s, int i, const m_req *r, m_emit *e)
 		memset(&a, 0, sizeof(a));
 		a.kind = j.inc ? SF_AWP_ANS_CONFLICT : SF_AWP_ANS_ABSENT;
 		int gone = 0;
-		if (sf_awp_read_delete(&a, &gone) > 0) {
+		if (j.inc && whatif("conflict-reads-again")) {
+			/* who holds the name: a live GET decides */
+			add_req(&n, e, RQ_DEL_GET, 0, 0, r->c);
+		} else if (sf_awp_read_delete(&a, &gone) > 0) {
 			n.L.delete_gone = 1;
 			n.L.create = SF_AWP_CREATE_NONE;
+			if (whatif("gone-advances-clock"))
+				n.L.deletes_acked = ++n.L.clock;
 		}
 		emit(e, &n,
 		     lbl(e, lb, "DELETE job#%d -> %s", r->a,
@@ -1170,6 +1294,7 @@ static void answer_delete(const m_state *s, int i, const m_req *r, m_emit *e)
 		memset(&a, 0, sizeof(a));
 		a.kind = SF_AWP_ANS_FOREIGN_404;
 		int gone = 0;
+		read_diff(&a);
 		if (sf_awp_read_delete(&a, &gone) > 0) {
 			n.L.delete_gone = 1;
 			n.L.create = SF_AWP_CREATE_NONE;
@@ -1543,6 +1668,8 @@ static void do_env(const m_state *s, m_emit *e)
 			n.b_fdel--;
 			n.perturbed = 1;
 			n.fdel_inc = j.inc;
+			if (s->alive_ev == j.inc)
+				n.fdel_ok = j.inc;
 			if (linger) {
 				m_job d = j;
 				d.deleting = 1;
@@ -1651,9 +1778,18 @@ const char *m_check_final(const m_state *s)
 	}
 	if (si->phase == SF_AW_SUCCEEDED && si->quota.status == 'F')
 		return "";
-	if (si->phase == SF_AW_FAILED && si->quota.status == 'F' &&
-	    (s->perturbed || s->failures > B.retry_limit))
-		return "";
+	if (si->phase == SF_AW_FAILED && si->quota.status == 'F') {
+		/* Failed is a right end only for a reason the world gave */
+		const char *r = si->unhealthy.reason;
+		if (s->failures > 0 &&
+		    (strcmp(r, "FailedComponent") == 0 || strcmp(r, "FoundFailedPods") == 0))
+			return "";
+		/* the environment may be slower than any grace (ticks are free) */
+		if (strcmp(r, "InsufficientPodsReady") == 0)
+			return "";
+		if (s->perturbed && (strcmp(r, "MissingComponent") == 0 || strcmp(r, "CreateFailed") == 0))
+			return "";
+	}
 	snprintf(v, sizeof(v),
 	         "liveness: admitted, its pods succeed, but it ended in phase %s (QuotaReserved=%c, "
 	         "Unhealthy %s)",
@@ -1736,7 +1872,7 @@ size_t m_pack(const m_state *in, uint8_t *out)
 	PUT(s.b_fdel);
 	PUT(s.kueue_admitted), PUT(s.reset_mark), PUT(s.list_few), PUT(s.failures);
 	PUT(s.perturbed), PUT(s.complete_inc), PUT(s.failed_inc), PUT(s.fdel_inc);
-	PUT(s.alive_ev);
+	PUT(s.alive_ev), PUT(s.fdel_ok);
 	for (int i = 0; i < s.naw; i++) {
 		m_aw *a = &s.aw[i];
 		PUT(a->exists | a->suspend << 1 | a->fin << 2 | a->deleting << 3 | a->psi << 4);
@@ -1786,7 +1922,7 @@ void m_unpack(const uint8_t *in, size_t len, m_state *s)
 	s->failures = GET();
 	s->perturbed = GET();
 	s->complete_inc = GET(), s->failed_inc = GET(), s->fdel_inc = GET();
-	s->alive_ev = GET();
+	s->alive_ev = GET(), s->fdel_ok = GET();
 	for (int i = 0; i < s->naw; i++) {
 		uint8_t f = GET();
 		m_aw *a = &s->aw[i];
@@ -1949,7 +2085,9 @@ static void initial(m_state *s)
 	s->next_inc = 1;
 	s->next_pod = 1;
 	s->b_admit = s->b_preempt = s->b_udelete = s->b_podfail = s->b_pods = s->b_tick = 200;
-	s->b_crash = 1; /* (keeps the Job history whole; scripts never crash) */
+	/* scripts pick transitions by label: one of each perturbation is there
+	 * to be picked (and b_crash keeps the Job history whole) */
+	s->b_crash = s->b_lost = s->b_f404 = s->b_linger = s->b_fdel = 1;
 }
 
 static void budgets(const m_scen *b, m_state *s)
@@ -2099,6 +2237,23 @@ static const char *const to_reset[] = {
     NULL,
 };
 
+/* Kueue preempts a Running AppWrapper whose job#1 has not made a pod yet;
+ * the first DELETE of job#1 meets a proxy's 404 and the next reconcile
+ * comes after the forceful deletion grace. */
+static const char *const to_stalled[] = {
+    "Kueue preempts",
+    "AppWrapper cache +1",
+    "reconcile", /* Running -> Suspending */
+    "AppWrapper cache +1",
+    "reconcile", /* DeletingResources, DELETE job#1 */
+    "DELETE job#1 -> a proxy's 404",
+    "AppWrapper cache +1",
+    "1 s passes",
+    "1 s passes",
+    "1 s passes",
+    NULL,
+};
+
 typedef struct milestone {
 	const char *name;
 	const char *const *parts[5];
@@ -2112,6 +2267,8 @@ static const milestone milestones[] = {
      {to_suspended, to_running, to_preempted, NULL}},
     {"Resuming after a reset (job#1's pod failed; the pod cache never caught up)",
      {to_suspended, to_running, to_reset, NULL}},
+    {"Suspending, job#1's DELETE stalled past the forceful deletion grace",
+     {to_suspended, to_running, to_stalled, NULL}},
 };
 #define NMILESTONES (int)(sizeof(milestones) / sizeof(milestones[0]))
 
@@ -2128,6 +2285,7 @@ int m_seed(const m_scen *sc, m_state *s, char **tr, int *steps)
 	int no = 0;
 	if (sc->seed < 0 || sc->seed >= NMILESTONES)
 		return -1;
+	gone_on_observe = sc->gone_on_observe;
 #ifdef SF_AWP_MUTANTS
 	/* milestones are the shipped machine's: a mutant takes over from there */
 	sf_awp_mutant mut = sf_awp_mutation;
