@@ -1480,3 +1480,125 @@ Test(awphase, deleted_before_any_status_loses_its_finalizer)
 	free(p);
 	done(&s);
 }
+
+/* ---- cached views alone never decide ---- */
+
+/* Every phase that can end, destroy, release or skip, with every
+ * combination of what the caches may show (the component absent, present,
+ * pending, being deleted, Failed, Complete; no pod, a pending, running,
+ * succeeded, failed or terminally failed pod) and no evidence at all (no
+ * create answer, no live read, no live list; DELETEs answered where a
+ * deletion is under way), long past every grace: no step is terminal,
+ * resetting, quota-releasing, create-skipping, success-declaring or
+ * finishing a deletion, and no pod is deleted. A rule that reads a cache
+ * where it needs evidence fails here. */
+typedef struct sweep_case {
+	const char *phase;   /* status.phase */
+	int suspend, del;    /* spec.suspend; a deletionTimestamp */
+	const char *comp_rd; /* componentStatus ResourcesDeployed: True or Unknown */
+	int delete_gone;     /* the DELETE answered gone (evidence, given) */
+} sweep_case;
+
+static char *sweep_status(const sweep_case *c)
+{
+	int64_t t0 = NOW - 30LL * 24 * 3600 * 1000; /* a month ago */
+	char *q = cond_json("QuotaReserved", "True", "Resuming", t0);
+	char *r = cond_json("ResourcesDeployed", "True", "Resuming", t0);
+	char *p = cond_json("PodsReady", "False", "Resuming", t0);
+	char *u = cond_json("Unhealthy", "True", "FoundFailedPods", t0);
+	char *d = cond_json("DeletingResources", "True", "DeletionInitiated", t0);
+	char *cr = cond_json("ResourcesDeployed", c->comp_rd,
+	                     strcmp(c->comp_rd, "True") == 0 ? "ComponentCreatedSuccessfully"
+	                                                     : "ComponentCreationInitiated",
+	                     t0);
+	char *all = NULL;
+	cr_assert(asprintf(&all, "%s,%s,%s,%s,%s", q, r, p, u, d) > 0);
+	char *st = status_json(c->phase, all, cr, 1);
+	free(q), free(r), free(p), free(u), free(d), free(cr), free(all);
+	return st;
+}
+
+static void sweep_pods(sf_awp_pods *p, int kind)
+{
+	memset(p, 0, sizeof(*p));
+	switch (kind) {
+	case 1: p->pending = p->total = 1; break;
+	case 2: p->running = p->total = 1; break;
+	case 3: p->succeeded = p->total = 1; break;
+	case 4: fail_pod(p); break;
+	case 5: fail_pod(p), p->terminal_failure = 1; break;
+	default: break;
+	}
+}
+
+Test(awphase, cached_views_alone_never_decide)
+{
+	static const sweep_case cases[] = {
+	    {"Resuming", 0, 0, "Unknown", 0},  {"Running", 0, 0, "True", 0},
+	    {"Suspending", 1, 0, "True", 1},   {"Resetting", 0, 0, "True", 1},
+	    {"Failed", 0, 0, "True", 1},       {"Succeeded", 0, 0, "True", 1},
+	    {"Running", 0, 1, "True", 1},      {"Terminating", 0, 1, "True", 1},
+	};
+	size_t n = 0;
+	set.success_ttl_ms = 1000;
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+		for (int state = 0; state < 3; state++)
+			for (int bits = 0; bits < 16; bits++)
+				for (int pods = 0; pods < 6; pods++) {
+					const sweep_case *c = &cases[ci];
+					char *st = sweep_status(c);
+					char meta[160];
+					snprintf(meta, sizeof(meta), "%s%s", FIN,
+					         c->del ? ",\"deletionTimestamp\":\"2027-01-01T00:00:00Z\""
+					                : "");
+					snap s = {.json = aw_json(meta,
+					                          c->suspend ? "\"suspend\":true"
+					                                     : "\"suspend\":false",
+					                          st)};
+					free(st);
+					sf_awp_cached *k = &s.comp[0].cached;
+					k->state = (sf_awp_comp_state)state;
+					k->deleting = bits & 1;
+					k->failed = (bits >> 1) & 1;
+					k->complete = (bits >> 2) & 1;
+					s.comp[0].completion_known = (bits >> 3) & 1;
+					s.comp[0].delete_gone = c->delete_gone;
+					sweep_pods(&s.pods, pods);
+					run(&s);
+					const char *why = s.plan.why ? s.plan.why : "";
+					char ctx[200];
+					snprintf(ctx, sizeof(ctx),
+					         "%s%s, cached state %d bits %d pods %d: %s", c->phase,
+					         c->del ? " (deleted)" : "", state, bits, pods, why);
+					if (s.plan.to != s.plan.from) {
+						cr_assert_neq(s.plan.to, SF_AW_FAILED, "Failed: %s", ctx);
+						cr_assert_neq(s.plan.to, SF_AW_SUCCEEDED, "Succeeded: %s",
+						              ctx);
+					}
+					if (s.plan.from == SF_AW_RUNNING)
+						cr_assert_neq(s.plan.to, SF_AW_RESETTING, "reset: %s", ctx);
+					cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE_PODS),
+					              "pods deleted: %s", ctx);
+					if (s.plan.meta_patch) {
+						char *mp = sf_jd_dump(s.plan.meta_patch);
+						cr_assert(strstr(mp, SF_AW_FINALIZER),
+						          "finalizer removed: %s (%s)", ctx, mp);
+						free(mp);
+					}
+					if (s.plan.status) {
+						sf_aw_cond q = pcond(&s, "QuotaReserved");
+						cr_assert_str_neq(q.status, "False", "quota released: %s",
+						                  ctx);
+						sf_aw_cond d = pcond(&s, "DeletingResources");
+						cr_assert_str_neq(d.reason, "DeletionComplete",
+						                  "deletion complete: %s", ctx);
+						if (strcmp(c->comp_rd, "True") != 0)
+							cr_assert_str_neq(pcomp_cond(&s).reason,
+							                  "ComponentCreatedSuccessfully",
+							                  "create skipped: %s", ctx);
+					}
+					done(&s);
+					n++;
+				}
+	cr_assert_eq(n, 8 * 3 * 16 * 6);
+}
