@@ -18,7 +18,6 @@
 #include "steadfast/awphase.h"
 
 #define NONE UINT32_MAX
-#define MAX_SEEDS 8
 
 typedef struct vslot {
 	uint64_t h[2]; /* 0,0 = empty */
@@ -323,8 +322,7 @@ static int liveness(search *S, const m_state *s0)
 /* ---- the search ---- */
 
 static int shared_with_unmutated(search *S, uint32_t parent, int succ);
-static void print_trace(search *S, const m_state *seed, uint32_t last_parent, int last_succ,
-                        int liveness_tail);
+static void print_trace(search *S, uint32_t last_parent, int last_succ, int liveness_tail);
 
 /* A violation at transition succ of state parent (liveness: of state
  * parent itself). Returns 1 when the search must stop. */
@@ -349,7 +347,7 @@ static int found(search *S, uint32_t parent, int succ, int live, const char *msg
 		snprintf(S->violation, sizeof(S->violation), "%s", msg);
 	S->violated = 1;
 	fprintf(stderr, "model [%s/%s]: VIOLATION %s\n", S->b->name, S->sc->name, msg);
-	print_trace(S, NULL, parent, succ, live);
+	print_trace(S, parent, succ, live);
 	return 0;
 }
 
@@ -400,8 +398,7 @@ static void nth_fn(m_emit *e, const m_state *n, const char *label, const char *v
 	snprintf(t->viol, sizeof(t->viol), "%s", viol ? viol : "");
 }
 
-static void print_trace(search *S, const m_state *seed, uint32_t last_parent, int last_succ,
-                        int liveness_tail)
+static void print_trace(search *S, uint32_t last_parent, int last_succ, int liveness_tail)
 {
 	/* the chain of (state, transition) from the seed */
 	size_t len = 0;
@@ -426,9 +423,7 @@ static void print_trace(search *S, const m_state *seed, uint32_t last_parent, in
 	if (tr)
 		fputs(tr, stderr);
 	free(tr);
-	m_describe(&s, d, sizeof(d));
 	fprintf(stderr, "        ---- seed (the scenario's budgets apply from here) ----\n");
-	(void)seed;
 	int no = pre;
 	for (size_t i = 0; i <= len; i++) {
 		int want = i < len ? S->succ[chain[i]] : last_succ;
@@ -674,6 +669,7 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 	r->depth = S->violated && !S->live_fail && !S->collect ? depth + 1 : depth;
 	r->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	r->violated = S->violated;
+	r->distinct = S->collect ? S->nseen : S->violated;
 	snprintf(r->violation, sizeof(r->violation), "%s", S->violation);
 #ifdef SF_AWP_MUTANTS
 	const char *mut = sf_awp_mutant_name(sf_awp_mutation);
@@ -682,8 +678,10 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 #endif
 	char diffs[96] = "";
 	if (strcmp(mut, "none") != 0)
-		snprintf(diffs, sizeof(diffs), ", %" PRIu64 " decisions changed by the mutation",
-		         r->mut_diffs);
+		snprintf(diffs, sizeof(diffs),
+		         ", %" PRIu64 " decisions changed by the mutation (%" PRIu64
+		         " end a deletion)",
+		         r->mut_diffs, r->mut_diffs_ending);
 	fprintf(stderr,
 	        "model [%s/%s] mutant %s: %" PRIu64 " states, %" PRIu64 " transitions, depth %d, "
 	        "%" PRIu64 " phase-machine steps, %" PRIu64 " liveness runs%s, %.1f s%s%s\n",
@@ -699,9 +697,9 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 		        b->name, sc->name, S->nseen, S->repeats);
 	if (S->violated && !S->collect) {
 		if (S->live_fail)
-			print_trace(S, &seed, S->v_parent, 0, 1);
+			print_trace(S, S->v_parent, 0, 1);
 		else
-			print_trace(S, &seed, S->v_parent, S->v_succ, 0);
+			print_trace(S, S->v_parent, S->v_succ, 0);
 	}
 	search_free(S);
 	return rc;
@@ -720,6 +718,7 @@ int m_explore(const m_bounds *b, m_result *r)
 		r->transitions += one.transitions;
 		r->steps += one.steps;
 		r->live_checked += one.live_checked;
+		r->distinct += one.distinct;
 		r->mut_diffs = one.mut_diffs; /* m_world_init resets them once */
 		r->mut_diffs_ending = one.mut_diffs_ending;
 		r->seconds += one.seconds;

@@ -66,6 +66,7 @@ typedef struct m_result {
 	uint64_t mut_diffs, mut_diffs_ending; /* m_mutant_diffs */
 	int depth; /* deepest level completed (or reached, on a violation) */
 	int scen;  /* the scenario of the violation */
+	int distinct; /* the unmutated run: distinct violations reported */
 	double seconds;
 	int violated;
 	char violation[512];
@@ -160,6 +161,7 @@ typedef struct m_state {
 	                         * adoption GET showed alive (ours, not deleting) */
 	uint8_t fdel_ok;        /* an incarnation someone else deleted after such an
 	                         * answer had shown it alive */
+	uint8_t podfail_inc;    /* the incarnation of the last pod that failed */
 	uint8_t failures;       /* pods that failed */
 	uint8_t perturbed;      /* a perturbation that may fail the AppWrapper happened */
 	m_leader L;

@@ -657,7 +657,7 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 		if (strcmp(r, "FailedComponent") == 0)
 			ok = latest_failed;
 		else if (strcmp(r, "FoundFailedPods") == 0)
-			ok = any_failed_pod || latest_failed;
+			ok = any_failed_pod || latest_failed || (latest && s->podfail_inc == latest);
 		else if (strcmp(r, "InsufficientPodsReady") == 0)
 			ok = ready < expected_pods || s->list_few;
 		else if (strcmp(r, "CreateFailed") == 0)
@@ -668,7 +668,8 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 			viol_add(v, vn, "invariant 7 (no reset without a failure): %s for %s while %s",
 			         failing ? "Failed" : "reset", r,
 			         strcmp(r, "FailedComponent") == 0 ? "the last Job created never Failed"
-			         : strcmp(r, "FoundFailedPods") == 0 ? "no pod has failed"
+			         : strcmp(r, "FoundFailedPods") == 0
+			             ? "no pod of the last Job created failed, and no failed pod is left"
 			                                             : "enough pods run");
 	}
 }
@@ -692,6 +693,7 @@ static void compute_plan(const char *json, size_t jlen, const sf_awp_comp *comp,
                          const m_podset *view, const m_leader *L, int64_t now, m_plan *p);
 static void plan_diff(const char *json, size_t jlen, const m_plan *m, const m_plan *ref);
 static int has_fin(sf_jv aw);
+static const char *act_name(int k);
 
 static int has_fin(sf_jv aw)
 {
@@ -789,8 +791,19 @@ static void plan_diff(const char *json, size_t jlen, const m_plan *m, const m_pl
 	if (same)
 		return;
 	mut_diffs++;
-	if (ends_deletion(json, jlen, m) && !ends_deletion(json, jlen, ref))
+	int ending = ends_deletion(json, jlen, m) && !ends_deletion(json, jlen, ref);
+	if (ending)
 		mut_diffs_ending++;
+	if (getenv("STEADFAST_MODEL_SHOWDIFF") && mut_diffs <= 20) {
+		char a[128] = "", b[128] = "";
+		for (int i = 0; i < m->nacts; i++)
+			snprintf(a + strlen(a), sizeof(a) - strlen(a), " %s", act_name(m->acts[i][0]));
+		for (int i = 0; i < ref->nacts; i++)
+			snprintf(b + strlen(b), sizeof(b) - strlen(b), " %s", act_name(ref->acts[i][0]));
+		fprintf(stderr, "model: mutant decides [%s]%s%s, shipped [%s]%s%s%s\n", m->why,
+		        m->status ? " write;" : "", a, ref->why, ref->status ? " write;" : "", b,
+		        ending ? " (the mutant's ends a deletion)" : "");
+	}
 }
 
 /* The answer readers under the mutation and as shipped: counts a
@@ -1638,6 +1651,7 @@ static void do_env(const m_state *s, m_emit *e)
 			q.p[i].phase = POD_FAILED;
 			push_pods(&n, q, e);
 			n.b_podfail--;
+			n.podfail_inc = p->inc;
 			if (n.failures < 255)
 				n.failures++;
 			emit(e, &n, lbl(e, lb, "pod p%d of job#%d Running->Failed (exit code 1)", p->uid,
@@ -1872,7 +1886,7 @@ size_t m_pack(const m_state *in, uint8_t *out)
 	PUT(s.b_fdel);
 	PUT(s.kueue_admitted), PUT(s.reset_mark), PUT(s.list_few), PUT(s.failures);
 	PUT(s.perturbed), PUT(s.complete_inc), PUT(s.failed_inc), PUT(s.fdel_inc);
-	PUT(s.alive_ev), PUT(s.fdel_ok);
+	PUT(s.alive_ev), PUT(s.fdel_ok), PUT(s.podfail_inc);
 	for (int i = 0; i < s.naw; i++) {
 		m_aw *a = &s.aw[i];
 		PUT(a->exists | a->suspend << 1 | a->fin << 2 | a->deleting << 3 | a->psi << 4);
@@ -1922,7 +1936,7 @@ void m_unpack(const uint8_t *in, size_t len, m_state *s)
 	s->failures = GET();
 	s->perturbed = GET();
 	s->complete_inc = GET(), s->failed_inc = GET(), s->fdel_inc = GET();
-	s->alive_ev = GET(), s->fdel_ok = GET();
+	s->alive_ev = GET(), s->fdel_ok = GET(), s->podfail_inc = GET();
 	for (int i = 0; i < s->naw; i++) {
 		uint8_t f = GET();
 		m_aw *a = &s->aw[i];
