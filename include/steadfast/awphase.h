@@ -203,9 +203,11 @@ typedef struct sf_awp_input {
 	 * every DELETE this term had acknowledged (deletes_acked) may end a
 	 * deletion. */
 	const sf_awp_live_pods *live_pods;
-	/* The evidence clock when the last DELETE of this AppWrapper's
-	 * components or pods was acknowledged in this term (0 = none: a new
-	 * term asks every live read after the last term's writes). */
+	/* The evidence clock when, in this term, a DELETE of this
+	 * AppWrapper's components or pods was last acknowledged or a
+	 * component was last learned gone (a 404 says someone deleted it at an
+	 * unknown moment); 0 = none: a new term asks every live read after the
+	 * last term's writes. */
 	uint64_t deletes_acked;
 	/* Autopilot: the nodes where the node cache shows a NoExecute label
 	 * value for a resource that a Running pod of this AppWrapper there
@@ -259,8 +261,10 @@ int sf_awp_read_verify(const sf_awp_answer *a, sf_awp_confirmed *out);
  * meanwhile), FATAL (someone else's); -EAGAIN when it proves nothing. */
 int sf_awp_read_adopt(const sf_awp_answer *a, sf_awp_create_outcome *out);
 /* A DELETE's answer, or the GET before one: 1 when nothing of ours is left
- * under the name (*gone), 0 when a DELETE is (still) needed or was
- * acknowledged, -EAGAIN when it proves nothing. */
+ * under the name (*gone: NotFound for that name, or another's object), 0
+ * when a DELETE is (still) needed or was acknowledged - a 409 (the UID
+ * precondition failed) included: the name may hold a newer incarnation of
+ * ours, so a live GET decides - and -EAGAIN when it proves nothing. */
 int sf_awp_read_delete(const sf_awp_answer *a, int *gone);
 
 #ifdef SF_AWP_MUTANTS

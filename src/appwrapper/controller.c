@@ -1054,6 +1054,14 @@ static void start_create(op *o, size_t i)
 	char *body = sf_jd_dump(obj);
 	sf_jd_free(obj);
 	req *r = body ? comp_req(o, i, k, create_done) : NULL;
+	aw_mem *m = op_mem(o);
+	if (r && m && i < m->n) {
+		/* "gone" was learned of the last attempt's object: a create sent
+		 * now may land even if its answer is lost, so it no longer
+		 * holds (a deletion must look again) */
+		m->comp[i].delete_gone = 0;
+		m->comp[i].deleted_cached = 0;
+	}
 	if (!r) {
 		free(body);
 		o->failed = 1;
@@ -1129,6 +1137,8 @@ static void start_verify(op *o, size_t i)
 
 /* -- delete (UID-guarded) -- */
 
+static void delete_lookup_done(req *r, const sf_kube_result *res);
+
 static void delete_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
@@ -1138,6 +1148,7 @@ static void delete_done(req *r, const sf_kube_result *res)
 		sf_awp_answer a;
 		int gone = 0;
 		answer_of(o, r, res, &a);
+		int rc = 0;
 		if (sf_kube_ok(res)) {
 			write_acked(o->c, "delete");
 			uid_set(&cm->deleted_uid, r->uid);
@@ -1145,12 +1156,25 @@ static void delete_done(req *r, const sf_kube_result *res)
 			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
 			m->deletes_acked = ev_tick(o->c);
 			o->c->st.deletes++;
-		} else if (sf_awp_read_delete(&a, &gone) > 0) {
-			/* gone, or the name now holds another object (UID
-			 * precondition failed): nothing of ours is left */
+		} else if ((rc = sf_awp_read_delete(&a, &gone)) > 0) {
+			/* NotFound for that name: someone deleted it at a moment
+			 * we do not know, so a pod list must be asked from now */
 			cm->delete_gone = 1;
 			cm->create = SF_AWP_CREATE_NONE;
+			m->deletes_acked = ev_tick(o->c);
 			o->results++;
+		} else if (rc == 0) {
+			/* 409: the name holds another object than the one we
+			 * meant (a cache behind, a newer incarnation): who holds
+			 * it is read live, and a DELETE follows for ours */
+			req *g = comp_req(o, r->idx, r->k, delete_lookup_done);
+			if (g) {
+				g->force = r->force;
+				if (op_track(o, g,
+				             sf_kube_get(o->c->client, sf_kind_gvr(r->k), o->aw->ns,
+				                         g->name, req_cb, g, &g->call)) < 0)
+					o->failed = 1;
+			}
 		} else {
 			log_result("component delete failed", o, res);
 		}
@@ -1186,6 +1210,7 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 	if (rc > 0) {
 		m->comp[r->idx].delete_gone = 1;
 		m->comp[r->idx].create = SF_AWP_CREATE_NONE;
+		m->deletes_acked = ev_tick(o->c); /* learned gone now */
 		o->results++;
 		op_req_done(o);
 		return;
@@ -1232,6 +1257,7 @@ static void start_delete(op *o, size_t i, int force)
 		free(r);
 		cm->delete_gone = 1;
 		cm->create = SF_AWP_CREATE_NONE;
+		m->deletes_acked = ev_tick(c); /* learned gone now */
 		o->results++;
 		return;
 	}

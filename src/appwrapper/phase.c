@@ -1545,8 +1545,12 @@ int sf_awp_read_delete(const sf_awp_answer *a, int *gone)
 {
 	*gone = 0;
 	switch (a->kind) {
-	case SF_AWP_ANS_ABSENT:
-	case SF_AWP_ANS_CONFLICT: *gone = 1; return 1;
+	case SF_AWP_ANS_ABSENT: *gone = 1; return 1;
+	case SF_AWP_ANS_CONFLICT:
+		/* the UID precondition failed: the name holds another object,
+		 * which may be a newer incarnation of ours (a create whose
+		 * answer was lost, a cache behind): only a live read can say */
+		return 0;
 	case SF_AWP_ANS_FOREIGN_404:
 		if (MUTANT(SF_AWP_MUT_FOREIGN_404_ABSENT)) {
 			*gone = 1;

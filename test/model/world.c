@@ -919,14 +919,6 @@ static const char *act_name(int k)
 	return "?";
 }
 
-/* STEADFAST_MODEL_WHATIF=name[,name]: model a controller with a proposed
- * fix, to look past a finding (never set by make; README.md). */
-static int whatif(const char *name)
-{
-	const char *w = getenv("STEADFAST_MODEL_WHATIF");
-	return w && strstr(w, name) != NULL;
-}
-
 /* controller.c's run_actions: every request of the plan is sent now */
 static void run_actions(m_state *s, const m_plan *p, const m_pod *lp, int lp_n, m_emit *e)
 {
@@ -935,11 +927,10 @@ static void run_actions(m_state *s, const m_plan *p, const m_pod *lp, int lp_n, 
 		int kind = p->acts[i][0];
 		switch (kind) {
 		case SF_AWP_ACT_CREATE:
-			if (whatif("create-clears-gone")) {
-				/* a create may make the name hold ours again */
-				L->delete_gone = 0;
-				L->deleted_uid = 0;
-			}
+			/* start_create: a create may land even if its answer is
+			 * lost, so "gone" no longer holds */
+			L->delete_gone = 0;
+			L->deleted_cached = 0;
 			add_req(s, e, RQ_CREATE, 0, 0, 0);
 			break;
 		case SF_AWP_ACT_VERIFY: add_req(s, e, RQ_VERIFY, 0, 0, 0); break;
@@ -950,9 +941,11 @@ static void run_actions(m_state *s, const m_plan *p, const m_pod *lp, int lp_n, 
 			m_job jv = s->job[s->jview];
 			int force = kind == SF_AWP_ACT_DELETE_FORCE;
 			if (!jv.inc && L->deleted_uid && L->deleted_cached) {
-				/* the cache dropped the copy we deleted */
+				/* the cache dropped the copy we deleted: learned
+				 * gone now */
 				L->delete_gone = 1;
 				L->create = SF_AWP_CREATE_NONE;
+				L->deletes_acked = ++L->clock;
 			} else if (jv.inc) {
 				add_req(s, e, RQ_DELETE, jv.inc, 1, force);
 			} else {
@@ -1223,8 +1216,7 @@ static void answer_get(const m_state *s, int i, const m_req *r, int foreign, m_e
 		if (rc > 0) {
 			L->delete_gone = 1;
 			L->create = SF_AWP_CREATE_NONE;
-			if (whatif("gone-advances-clock"))
-				L->deletes_acked = ++L->clock;
+			L->deletes_acked = ++L->clock; /* learned gone now */
 		} else if (rc == 0) {
 			add_req(&n, e, RQ_DELETE, j.inc, 0, r->c);
 		}
@@ -1284,14 +1276,14 @@ static void answer_delete(const m_state *s, int i, const m_req *r, m_emit *e)
 		memset(&a, 0, sizeof(a));
 		a.kind = j.inc ? SF_AWP_ANS_CONFLICT : SF_AWP_ANS_ABSENT;
 		int gone = 0;
-		if (j.inc && whatif("conflict-reads-again")) {
-			/* who holds the name: a live GET decides */
-			add_req(&n, e, RQ_DEL_GET, 0, 0, r->c);
-		} else if (sf_awp_read_delete(&a, &gone) > 0) {
+		int rc = sf_awp_read_delete(&a, &gone);
+		if (rc > 0) {
 			n.L.delete_gone = 1;
 			n.L.create = SF_AWP_CREATE_NONE;
-			if (whatif("gone-advances-clock"))
-				n.L.deletes_acked = ++n.L.clock;
+			n.L.deletes_acked = ++n.L.clock; /* learned gone now */
+		} else if (rc == 0) {
+			/* 409: who holds the name is read live (delete_done) */
+			add_req(&n, e, RQ_DEL_GET, 0, 0, r->c);
 		}
 		emit(e, &n,
 		     lbl(e, lb, "DELETE job#%d -> %s", r->a,
@@ -1311,6 +1303,7 @@ static void answer_delete(const m_state *s, int i, const m_req *r, m_emit *e)
 		if (sf_awp_read_delete(&a, &gone) > 0) {
 			n.L.delete_gone = 1;
 			n.L.create = SF_AWP_CREATE_NONE;
+			n.L.deletes_acked = ++n.L.clock;
 		}
 		emit(e, &n, lbl(e, lb, "DELETE job#%d -> a proxy's 404 (not processed)", r->a), NULL);
 	}

@@ -8,6 +8,7 @@
  * doubles from the status alone; Running never plans a delete.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1601,4 +1602,25 @@ Test(awphase, cached_views_alone_never_decide)
 					n++;
 				}
 	cr_assert_eq(n, 8 * 3 * 16 * 6);
+}
+
+/* Found by the model checker: a DELETE's 409 (UID precondition failed)
+ * only says the name holds another object, which may be a newer
+ * incarnation of ours; it is not "gone" (a live GET decides). A NotFound
+ * for the name and another's object are. */
+Test(awphase, a_delete_conflict_is_not_gone)
+{
+	int gone = 7;
+	sf_awp_answer a = {.kind = SF_AWP_ANS_CONFLICT};
+	cr_assert_eq(sf_awp_read_delete(&a, &gone), 0);
+	cr_assert_eq(gone, 0);
+	a.kind = SF_AWP_ANS_ABSENT;
+	cr_assert_eq(sf_awp_read_delete(&a, &gone), 1);
+	cr_assert_eq(gone, 1);
+	a = (sf_awp_answer){.kind = SF_AWP_ANS_OK, .owned = 0};
+	cr_assert_eq(sf_awp_read_delete(&a, &gone), 1);
+	a = (sf_awp_answer){.kind = SF_AWP_ANS_OK, .owned = 1};
+	cr_assert_eq(sf_awp_read_delete(&a, &gone), 0);
+	a.kind = SF_AWP_ANS_FOREIGN_404;
+	cr_assert_eq(sf_awp_read_delete(&a, &gone), -EAGAIN);
 }
