@@ -171,6 +171,14 @@ integration: $(INTEG_BIN) $(BIN) $(FAULT_BIN) cluster-build image
 	@STEADFAST_BIN=$(BIN) STEADFAST_FAULT_BIN=$(FAULT_BIN) STEADFAST_IMAGE=$(IMAGE) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
 		$(INTEG_BIN) --jobs=1 $(CRITERION_ARGS)
 
+# The crash test's full matrix (test/integration/test_crash.c): every write
+# of each lifecycle with every view of the standby; make test runs a slice.
+# Writes $(O)/test-results/crash-matrix.md.
+.PHONY: crash-matrix
+crash-matrix: $(INTEG_BIN) $(BIN) $(FAULT_BIN) cluster-build
+	@STEADFAST_CRASH_MATRIX=full STEADFAST_BIN=$(BIN) STEADFAST_FAULT_BIN=$(FAULT_BIN) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh crash-matrix \
+		$(INTEG_BIN) --jobs=1 --filter 'crash/*' $(CRITERION_ARGS)
+
 test: all
 	@rm -rf $(O)/test-results
 	@$(MAKE) --no-print-directory unit model integration fuzz-regress

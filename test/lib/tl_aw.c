@@ -768,8 +768,8 @@ void tl_aw_admit(tl_aw_watch *w, const char *name, const char *patch)
 	cr_assert_eq(st, 200, "admit %s: %ld", name, st);
 }
 
-void tl_aw_kubelet(tl_aw_watch *w, const char *pod, const char *phase, int exit_code,
-                   const char *message)
+long tl_aw_kubelet_try(tl_aw_watch *w, const char *pod, const char *phase, int exit_code,
+                       const char *message)
 {
 	char body[2048], ts[40];
 	sf_time_rfc3339(sf_wall_ns(), ts, sizeof(ts));
@@ -790,7 +790,13 @@ void tl_aw_kubelet(tl_aw_watch *w, const char *pod, const char *phase, int exit_
 		    "\"%s\",\"message\":\"%s\",\"startedAt\":\"%s\",\"finishedAt\":\"%s\"}}}]}}",
 		    phase, ts, exit_code, exit_code ? "Error" : "Completed", message ? message : "",
 		    ts, ts);
-	long st = tl_aw_req(w, "PATCH", &SF_GVR_PODS, pod, "status", body);
+	return tl_aw_req(w, "PATCH", &SF_GVR_PODS, pod, "status", body);
+}
+
+void tl_aw_kubelet(tl_aw_watch *w, const char *pod, const char *phase, int exit_code,
+                   const char *message)
+{
+	long st = tl_aw_kubelet_try(w, pod, phase, exit_code, message);
 	cr_assert_eq(st, 200, "kubelet patch of %s: %ld", pod, st);
 }
 

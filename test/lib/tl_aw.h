@@ -187,6 +187,11 @@ void tl_aw_admit(tl_aw_watch *w, const char *name, const char *patch);
  * answers 200. */
 void tl_aw_kubelet(tl_aw_watch *w, const char *pod, const char *phase, int exit_code,
                    const char *message);
+/* The same status patch, whatever the answer: its HTTP status (a pod
+ * deleted meanwhile answers 404), for drivers that react to what they see
+ * and must not fail on a race they expect. */
+long tl_aw_kubelet_try(tl_aw_watch *w, const char *pod, const char *phase, int exit_code,
+                       const char *message);
 
 /* What tl_aw_events_scan found: the cached Events about AppWrapper aw whose
  * message contains needle. */

@@ -204,6 +204,11 @@ size_t tl_ctl_nlines(const tl_ctl *p)
 	return p->err.n;
 }
 
+const char *tl_ctl_line(const tl_ctl *p, size_t i)
+{
+	return i < p->err.n ? p->err.lines[i] : NULL;
+}
+
 size_t tl_ctl_count(const tl_ctl *p, const char *needle, size_t from)
 {
 	size_t c = 0;
@@ -263,8 +268,10 @@ static size_t collect_body(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
-/* A blocking GET of url; the status, or the test fails without an answer. */
-static long curl_get(const char *url, const char *token, sf_buf *b, char *subject, size_t n)
+/* A blocking GET of url; the status, or (must) the test fails without an
+ * answer, (!must) -1. */
+static long curl_get_opt(const char *url, const char *token, sf_buf *b, char *subject, size_t n,
+                         int must)
 {
 	char auth[4096];
 	CURL *h = curl_easy_init();
@@ -297,8 +304,15 @@ static long curl_get(const char *url, const char *token, sf_buf *b, char *subjec
 	}
 	curl_slist_free_all(hdr);
 	curl_easy_cleanup(h);
+	if (!must && rc != CURLE_OK)
+		return -1;
 	cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
 	return code;
+}
+
+static long curl_get(const char *url, const char *token, sf_buf *b, char *subject, size_t n)
+{
+	return curl_get_opt(url, token, b, subject, n, 1);
 }
 
 long tl_ctl_http_get(int port, const char *path, sf_buf *b)
@@ -306,6 +320,13 @@ long tl_ctl_http_get(int port, const char *path, sf_buf *b)
 	char url[128];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
 	return curl_get(url, NULL, b, NULL, 0);
+}
+
+long tl_ctl_http_try(int port, const char *path, sf_buf *b)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	return curl_get_opt(url, NULL, b, NULL, 0, 0);
 }
 
 long tl_ctl_https_get(int port, const char *path, const char *token, sf_buf *b, char *subject,

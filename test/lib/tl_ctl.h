@@ -58,6 +58,9 @@ int tl_ctl_wait_exit(uv_loop_t *loop, tl_ctl *p, long timeout_ms, int64_t *statu
 /* Number of stderr lines containing needle (from line `from` on). */
 size_t tl_ctl_count(const tl_ctl *p, const char *needle, size_t from);
 size_t tl_ctl_nlines(const tl_ctl *p);
+/* Its stderr line i (without the newline), NULL past the last; valid
+ * until tl_ctl_stop_all. */
+const char *tl_ctl_line(const tl_ctl *p, size_t i);
 /* Runs the loop until a line containing needle appears at or after line
  * `from`: its index, or -1 on timeout. */
 long tl_ctl_wait_log(uv_loop_t *loop, tl_ctl *p, const char *needle, size_t from, long timeout_ms);
@@ -68,6 +71,9 @@ int tl_ctl_port(uv_loop_t *loop, tl_ctl *p, const char *server);
  * see tl_ctl_port), 5 s at most: the HTTP status, the body appended to b.
  * Fails the test when no answer comes. */
 long tl_ctl_http_get(int port, const char *path, sf_buf *b);
+/* The same, -1 instead of a failed test when no answer comes (a replica
+ * that may have died meanwhile). */
+long tl_ctl_http_try(int port, const char *path, sf_buf *b);
 /* The same over HTTPS (the server's certificate not verified), with token
  * as a bearer token unless NULL; subject (if not NULL) gets the subject
  * of the certificate the server presented. */
