@@ -67,9 +67,14 @@ typedef struct sf_aw_config {
 	sf_aw_ft ft;
 	char scheduler_name[254];           /* appwrapper.schedulerName, "" */
 	char default_queue_name[254];       /* appwrapper.defaultQueueName, "" */
+	/* Older upstream releases' keys, defaulted as v1.2.1 behaves: an
+	 * AppWrapper with a queue name waits for Kueue (what Kueue's own
+	 * webhook does), one without runs at once unless the operator says
+	 * Kueue manages every AppWrapper (Kueue's manageJobsWithoutQueueName,
+	 * also false by default). */
 	int enable_kueue_integrations;      /* appwrapper.enableKueueIntegrations, 1 */
 	int manage_jobs_without_queue_name; /* appwrapper.kueueJobReconciller.
-	                                       manageJobsWithoutQueueName, 1 */
+	                                       manageJobsWithoutQueueName, 0 */
 	char metrics_bind[128];             /* controllerManager.metrics.bindAddress, ":8080" */
 	char health_bind[128];              /* controllerManager.health.bindAddress, ":8081" */
 	/* controllerManager.metrics.secureServing, 1; --metrics-secure

@@ -304,7 +304,7 @@ void sf_awcfg_defaults(sf_aw_config *c)
 	c->ft.missing_grace_ms = 5 * MS_SEC;
 	c->ft.retry_pause_ceiling_ms = 1 * MS_HOUR;
 	c->enable_kueue_integrations = 1;
-	c->manage_jobs_without_queue_name = 1;
+	c->manage_jobs_without_queue_name = 0; /* v1.2.1 and Kueue: false */
 	snprintf(c->metrics_bind, sizeof(c->metrics_bind), "%s", ":8080");
 	c->metrics_secure = 1;
 	snprintf(c->health_bind, sizeof(c->health_bind), "%s", ":8081");

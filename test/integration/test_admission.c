@@ -908,10 +908,12 @@ Test(admission, create_sets_user_labels_finalizer_and_suspend)
 	cr_expect_str_eq(label(r.obj, "workload.codeflare.dev/user", v, sizeof(v)),
 	                 "steadfast-admin");
 	cr_expect_str_eq(label(r.obj, "workload.codeflare.dev/userid", v, sizeof(v)), "");
-	/* manageJobsWithoutQueueName is true in the ConfigMap: no queue, still suspended */
+	/* manageJobsWithoutQueueName is false in the shipped ConfigMap (v1.2.1's
+	 * rule, Kueue's default): no queue name, not Kueue's, not suspended */
 	cr_expect(label(r.obj, "kueue.x-k8s.io/queue-name", v, sizeof(v)) == NULL,
 	          "a queue name appeared: %s", v);
-	cr_expect(suspended(r.obj), "not suspended: %s", r.obj->json);
+	cr_expect(!suspended(r.obj), "suspended without a queue name: %s", r.obj->json);
+	cr_expect(has_finalizer(r.obj), "no finalizer: %s", r.obj->json);
 	tl_res_clear(&r);
 	free(aw);
 
@@ -998,7 +1000,7 @@ static int queue_defaulted(const tl_res *r)
 	char v[64];
 	return r->http_status == 201 && r->obj &&
 	       label(r->obj, "kueue.x-k8s.io/queue-name", v, sizeof(v)) &&
-	       strcmp(v, "default-queue") == 0;
+	       strcmp(v, "default-queue") == 0 && suspended(r->obj);
 }
 
 static int not_suspended(const tl_res *r)
@@ -1008,19 +1010,33 @@ static int not_suspended(const tl_res *r)
 	                          "workload.codeflare.dev/user"));
 }
 
+static int suspended_answer(const tl_res *r)
+{
+	return r->http_status == 201 && r->obj && suspended(r->obj);
+}
+
 Test(admission, default_queue_name_and_kueue_settings_come_from_the_configmap)
 {
 	char *aw = pods_aw("queued", 1, "", "", "");
-	/* defaultQueueName set: the label appears (parameters are read live) */
-	char patch[] = "{\"data\":{\"defaultQueueName\":\"default-queue\"}}";
+	/* manageJobsWithoutQueueName true: Kueue manages every AppWrapper, one
+	 * without a queue name waits for it too */
+	char all[] = "{\"data\":{\"manageJobsWithoutQueueName\":\"true\"}}";
 	tl_res r;
 	sf_kube_req q = {.method = "PATCH",
 	                 .gvr = &SF_GVR_CONFIGMAPS,
 	                 .ns = NS,
 	                 .name = "steadfast-admission",
-	                 .body = patch,
-	                 .body_len = strlen(patch),
+	                 .body = all,
+	                 .body_len = strlen(all),
 	                 .content_type = "application/merge-patch+json"};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "%s", r.message);
+	tl_res_clear(&r);
+	await_answer(&K, aw, suspended_answer, "manageJobsWithoutQueueName true");
+	/* defaultQueueName set: the label appears (parameters are read live) */
+	char patch[] = "{\"data\":{\"defaultQueueName\":\"default-queue\",\"manageJobsWithoutQueueName\":\"false\"}}";
+	q.body = patch;
+	q.body_len = strlen(patch);
 	tl_do(&K, &q, &r);
 	cr_assert_eq(r.http_status, 200, "%s", r.message);
 	tl_res_clear(&r);
@@ -1076,7 +1092,7 @@ Test(admission, enforced_by_the_api_server_with_no_controller)
 	char *aw = pods_aw("many", 9, "", "", "");
 	expect_refused(&K, aw, 422, POLICY, "spec.components: components contain 9 pod sets", NULL);
 	free(aw);
-	aw = pods_aw("lowpriv-pod", 1, "", "", "");
+	aw = pods_aw("lowpriv-pod", 1, "  labels: {kueue.x-k8s.io/queue-name: team-q}\n", "", "");
 	expect_refused(&L, aw, 403, RBAC_POLICY, "not authorized to create pods", NULL);
 	tl_res r;
 	aw_post(&K, aw, 1, &r);
@@ -1163,8 +1179,12 @@ static void await_syncs(tl_ctl *c, const char *result, long n, long ms)
 static tl_ctl *params_keeper(const char *id, const char *config)
 {
 	static const char *const extra[] = {"--admission-params-interval=1s", NULL};
-	tl_ctl_opts o = {
-	    .ns = NS, .lease = "steadfast-adm", .id = id, .extra = extra, .config = config};
+	tl_ctl_opts o = {.ns = NS,
+	                 .lease = "steadfast-adm",
+	                 .id = id,
+	                 .extra = extra,
+	                 .config = config,
+	                 .shipped_defaults = !config};
 	return tl_ctl_start(&K.loop, &o);
 }
 
@@ -1309,7 +1329,11 @@ Test(admission, absent_parameters_are_not_created)
 {
 	static const char *const extra[] = {"--admission-params-interval=1s",
 	                                    "--admission-params=not-installed", NULL};
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-adm", .id = "adm-absent", .extra = extra};
+	tl_ctl_opts o = {.ns = NS,
+	                 .lease = "steadfast-adm",
+	                 .id = "adm-absent",
+	                 .extra = extra,
+	                 .shipped_defaults = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
 	cr_assert_geq(tl_ctl_wait_log(&K.loop, c, "admission parameters not found", 0, 20000), 0);
 	/* more passes come and go without a create, logged once */
@@ -1335,9 +1359,9 @@ Test(admission, controller_writes_pass_and_admission_outlives_the_last_replica)
 {
 	tl_aw_watch w = {0};
 	tl_aw_watch_start(&w, &K, NS);
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-adm", .id = "adm"};
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-adm", .id = "adm", .shipped_defaults = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
-	char *aw = pods_aw("carried", 1, "", "", "");
+	char *aw = pods_aw("carried", 1, "  labels: {kueue.x-k8s.io/queue-name: team-q}\n", "", "");
 	tl_res r;
 	aw_post(&K, aw, 1, &r);
 	cr_assert_eq(r.http_status, 201, "%ld %s", r.http_status, r.message);

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "steadfast/awphase.h"
 #include "steadfast/awapi.h"
 #include "steadfast/awcomp.h"
 #include "steadfast/cache.h"
@@ -304,6 +305,40 @@ Test(appwrapper, gpu_pods_get_autopilot_anti_affinities)
 	          "%s", p->json);
 	sf_obj_unref(p);
 	sf_obj_unref(job);
+}
+
+/* Upstream v1.2.1's rule, with no operator config: an AppWrapper without a
+ * queue name is not Kueue's (Kueue's manageJobsWithoutQueueName defaults to
+ * false), so it runs at once, never suspended; with a queue name it waits
+ * for Kueue. */
+Test(appwrapper, without_a_queue_name_it_runs_at_once_by_default)
+{
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "shipped", .shipped_defaults = 1};
+	tl_ctl_start(&K.loop, &o);
+	char body[4096];
+	snprintf(body, sizeof(body), JOB_AW, "noqueue", "", "noqueue");
+	char *s = strstr(body, "\"suspend\":false,");
+	cr_assert_not_null(s);
+	memmove(s, s + strlen("\"suspend\":false,"), strlen(s + strlen("\"suspend\":false,")) + 1);
+	tl_aw_create(&W, body);
+	tl_aw_wait_phase(&W, "noqueue", "Running", 20000);
+	sf_obj *o2 = tl_aw_cached(&W, "noqueue");
+	cr_assert_neq(sf_jv_type(sf_jv_path(sf_obj_root(o2), "spec.suspend")), SF_JSON_TRUE, "%s",
+	              o2->json);
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, "noqueue-job", NULL, NULL), 200);
+
+	snprintf(body, sizeof(body), JOB_AW, "queued", "", "queued");
+	s = strstr(body, "\"name\":\"queued\",");
+	cr_assert_not_null(s);
+	char with_label[4200];
+	snprintf(with_label, sizeof(with_label), "%.*s\"labels\":{\"%s\":\"team-q\"},%s",
+	         (int)(s - body) + (int)strlen("\"name\":\"queued\","), body, SF_AW_QUEUE_LABEL,
+	         s + strlen("\"name\":\"queued\","));
+	tl_aw_create(&W, with_label);
+	tl_aw_wait_phase(&W, "queued", "Suspended", 20000);
+	o2 = tl_aw_cached(&W, "queued");
+	cr_assert_eq(sf_jv_type(sf_jv_path(sf_obj_root(o2), "spec.suspend")), SF_JSON_TRUE, "%s",
+	             o2->json);
 }
 
 Test(appwrapper, suspending_a_running_appwrapper_removes_its_resources)

@@ -397,10 +397,11 @@ Test(image, controller_in_a_restricted_container_with_in_cluster_config)
 	cr_assert_eq(tl_ctl_http_get(hport, "/readyz", &body), 200);
 	sf_buf_free(&body);
 
-	/* a Job AppWrapper from Suspended to Succeeded */
+	/* a Job AppWrapper with a queue name from Suspended to Succeeded */
 	static const char aw[] =
 	    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
-	    "\"metadata\":{\"name\":\"image-job\"},\"spec\":{\"components\":[{\"template\":{"
+	    "\"metadata\":{\"name\":\"image-job\",\"labels\":{\"kueue.x-k8s.io/queue-name\":"
+	    "\"team-q\"}},\"spec\":{\"components\":[{\"template\":{"
 	    "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"image-job\"},"
 	    "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
 	    "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"command\":[\"true\"]}]}}}}}"

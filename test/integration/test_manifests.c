@@ -1083,14 +1083,14 @@ static long file_size(const char *path)
 
 static const char *JOB_AW =
     "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
-    "\"name\":\"rbac-job\"},\"spec\":{\"suspend\":false,\"components\":[{\"template\":{"
+    "\"name\":\"rbac-job\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}},\"spec\":{\"suspend\":false,\"components\":[{\"template\":{"
     "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"rbac-job\"},"
     "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
     "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"command\":[\"true\"]}]}}}}}]}}";
 
 static const char *POD_AW =
     "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
-    "\"name\":\"rbac-pod\",\"annotations\":{\"" SF_AW_ANNOT_PREFIX "retryLimit\":"
+    "\"name\":\"rbac-pod\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"},\"annotations\":{\"" SF_AW_ANNOT_PREFIX "retryLimit\":"
     "\"0\",\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\"}},\"spec\":{"
     "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
     "\"metadata\":{\"name\":\"rbac-pod\"},\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{"
@@ -1290,7 +1290,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	sf_buf_free(&body);
 	free(mtok);
 
-	/* a Job AppWrapper: suspended for Kueue, admitted, Running, Succeeded */
+	/* a Job AppWrapper with a queue name: suspended for Kueue, admitted, Running, Succeeded */
 	tl_aw_create(&W, JOB_AW);
 	tl_aw_wait_phase(&W, "rbac-job", "Suspended", 20000);
 	sf_jv aw = sf_obj_root(tl_aw_cached(&W, "rbac-job"));

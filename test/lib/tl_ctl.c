@@ -121,9 +121,21 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 		args[na++] = "--leader-elect-retry-period";
 		args[na++] = retry;
 	}
-	if (o->config) {
+	char cfgpath[PATH_MAX];
+	const char *config = o->config;
+	if (!config && !o->shipped_defaults && !o->launcher) {
+		int cn = snprintf(cfgpath, sizeof(cfgpath), "%.3000s/tests-config-%d.yaml", dir,
+		                  (int)getpid());
+		cr_assert(cn > 0 && (size_t)cn < sizeof(cfgpath));
+		FILE *f = fopen(cfgpath, "w");
+		cr_assert_not_null(f, "open %s", cfgpath);
+		fputs("appwrapper:\n  kueueJobReconciller:\n    manageJobsWithoutQueueName: true\n", f);
+		cr_assert_eq(fclose(f), 0, "write %s", cfgpath);
+		config = cfgpath;
+	}
+	if (config) {
 		args[na++] = "--config";
-		args[na++] = o->config;
+		args[na++] = config;
 	}
 	for (size_t i = 0; o->extra && o->extra[i]; i++) {
 		cr_assert(na < 94);

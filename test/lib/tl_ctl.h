@@ -26,7 +26,13 @@ typedef struct tl_ctl_opts {
 	const char *id;                    /* election identity */
 	long lease_ms, renew_ms, retry_ms; /* 0 = 3000 / 2000 / 500 */
 	const char *kubeconfig;            /* NULL = admin */
-	const char *config;                /* --config FILE, or NULL */
+	/* --config FILE. NULL: the tests' config, in which Kueue manages every
+	 * AppWrapper (manageJobsWithoutQueueName: true), so that one created
+	 * without a queue name waits in Suspended for the test to admit it as
+	 * Kueue would; set shipped_defaults for no --config at all (always so
+	 * with a launcher: the file would not be inside its container). */
+	const char *config;
+	int shipped_defaults;
 	int no_leader_elect;
 	const char *const *extra; /* more arguments, NULL-terminated */
 	const char *const *env;   /* more "K=V" environment entries, NULL-terminated */

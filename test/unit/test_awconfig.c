@@ -239,7 +239,7 @@ Test(awconfig, defaults)
 	cr_expect_str_eq(c.scheduler_name, "");
 	cr_expect_str_eq(c.default_queue_name, "");
 	cr_expect_eq(c.enable_kueue_integrations, 1);
-	cr_expect_eq(c.manage_jobs_without_queue_name, 1);
+	cr_expect_eq(c.manage_jobs_without_queue_name, 0);
 	cr_expect_str_eq(c.metrics_bind, ":8080");
 	cr_expect_str_eq(c.health_bind, ":8081");
 	cr_expect_eq(c.leader_election, 0);
@@ -413,6 +413,7 @@ Test(awconfig, yaml_upstream_generated)
 	sf_awcfg_defaults(&want);
 	want.cert_management = 1; /* present in the file */
 	want.metrics_secure = 0;  /* secureServing: false */
+	want.manage_jobs_without_queue_name = 1; /* an older release's true */
 	/* its resourceTaints replace the GPU's three defaults with one */
 	memset(want.autopilot.taints, 0, sizeof(want.autopilot.taints));
 	want.autopilot.ntaints = 1;

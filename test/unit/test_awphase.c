@@ -218,7 +218,10 @@ Test(awphase, cond_set_keeps_transition_time_unless_status_changes)
 	sf_jd_free(c);
 }
 
-Test(awphase, empty_without_finalizer_applies_webhook_defaults)
+/* v1.2.1's rule: an AppWrapper Kueue does not manage (no queue name, and
+ * manageJobsWithoutQueueName false, Kueue's default) runs without Kueue: the
+ * defaults add the finalizer and leave spec.suspend alone. */
+Test(awphase, empty_without_queue_name_is_not_suspended_by_default)
 {
 	snap s = {.json = aw_json(NULL, "\"suspend\":false", NULL)};
 	run(&s);
@@ -226,6 +229,34 @@ Test(awphase, empty_without_finalizer_applies_webhook_defaults)
 	cr_assert_null(s.plan.status);
 	char *p = sf_jd_dump(s.plan.meta_patch);
 	cr_assert(strstr(p, "\"finalizers\":[\"" SF_AW_FINALIZER "\"]"), "%s", p);
+	cr_assert(!strstr(p, "suspend"), "suspended without a queue name: %s", p);
+	free(p);
+	done(&s);
+}
+
+/* A queue name means Kueue manages it: suspended until Kueue admits it (what
+ * Kueue's own webhook does at create). */
+Test(awphase, empty_with_queue_name_is_suspended_for_kueue)
+{
+	snap s = {.json = aw_json("\"labels\":{\"" SF_AW_QUEUE_LABEL "\":\"team-q\"}",
+	                          "\"suspend\":false", NULL)};
+	run(&s);
+	cr_assert_not_null(s.plan.meta_patch);
+	char *p = sf_jd_dump(s.plan.meta_patch);
+	cr_assert(strstr(p, "\"finalizers\":[\"" SF_AW_FINALIZER "\"]"), "%s", p);
+	cr_assert(strstr(p, "\"suspend\":true"), "%s", p);
+	free(p);
+	done(&s);
+}
+
+/* manageJobsWithoutQueueName true (as Kueue's own setting, and older upstream
+ * releases' default): every AppWrapper waits for Kueue. */
+Test(awphase, empty_without_queue_name_is_suspended_when_kueue_manages_all)
+{
+	cfg.manage_jobs_without_queue_name = 1;
+	snap s = {.json = aw_json(NULL, "\"suspend\":false", NULL)};
+	run(&s);
+	char *p = sf_jd_dump(s.plan.meta_patch);
 	cr_assert(strstr(p, "\"suspend\":true"), "%s", p);
 	free(p);
 	done(&s);
