@@ -25,6 +25,11 @@ extern const struct sf_gvr SF_GVR_APPWRAPPERS;
 
 /* Label on every component and pod template, value = the AppWrapper's name. */
 #define SF_AW_LABEL SF_AW_GROUP "/appwrapper"
+/* Annotation on a component whose name the API server chooses (a template
+ * with metadata.generateName): its index in spec.components. With the
+ * AppWrapper's UID in the controller ownerReference it identifies the
+ * component when a create's answer (and with it the name) was lost. */
+#define SF_AW_COMPONENT_INDEX SF_AW_GROUP "/component-index"
 #define SF_AW_FINALIZER SF_AW_GROUP "/finalizer"
 /* spec.managedBy value that means this controller */
 #define SF_AW_CONTROLLER_NAME SF_AW_GROUP "/appwrapper-controller"

@@ -123,8 +123,8 @@ sf_jd *sf_awc_podset_to_jd(const sf_awc_podset *ps);
  * On success *out is a new tree the caller frees (sf_jd_free) and *fatal = 0.
  * On error *out = NULL and *fatal says whether retrying cannot help (1 for
  * every content error, 0 for -ENOMEM). The template must have apiVersion,
- * kind and metadata.name (upstream allows generateName; a fixed name is
- * what makes create idempotent).
+ * kind and metadata.name or metadata.generateName; a generated name also
+ * gets the annotation SF_AW_COMPONENT_INDEX (sf_awc_generated_match).
  */
 /* 1 when a quantity string's number part has a non-zero digit ("500m",
  * "1Gi"; not "0", "0Gi", "0.0"): what upstream counts as a request, and
@@ -145,5 +145,16 @@ int sf_awc_controller_owner(sf_jv obj, sf_jv *owner_ref_out);
 
 /* 1 if obj's controller owner has this UID, else 0. */
 int sf_awc_owned_by(sf_jv obj, const char *uid);
+
+/* The name a component template gives its object: 0 with the name in buf
+ * (metadata.name), 1 with the prefix in buf (no name, metadata.generateName:
+ * the API server chooses the rest at create), -EINVAL when it has neither
+ * (or one that is not a string, or too long for buf). */
+int sf_awc_template_name(sf_jv tmpl, char *buf, size_t n);
+
+/* 1 when obj is component `index` of the AppWrapper with this UID as
+ * sf_awc_build made it for a generated name: controlled by that UID and
+ * annotated with that index. */
+int sf_awc_generated_match(sf_jv obj, const char *awuid, size_t index);
 
 #endif

@@ -131,6 +131,9 @@ typedef struct sf_awp_comp {
 	 * read of an object this AppWrapper controls, not being deleted) */
 	sf_awp_create_outcome create;
 	const char *create_msg; /* for RETRYABLE/FATAL */
+	/* with create OK, for a template with metadata.generateName: the name
+	 * the API server gave the object created or adopted (borrowed) */
+	const char *created_name;
 	/* the API server said nothing of ours is left under that name: a
 	 * DELETE answered NotFound or a UID conflict, a live read found
 	 * nothing or another's object, or the informer dropped the very

@@ -118,6 +118,7 @@ typedef struct sf_awctl_stats {
 	unsigned long creates, adopted, deletes, status_writes, conflicts;
 	unsigned long missing_suppressed; /* suspicions a live read or grace disproved */
 	unsigned long verifies;           /* live reads made for the missing check */
+	unsigned long finds; /* live lists of a kind for a component with a generated name */
 	unsigned long pods_suppressed;    /* too few cached pods that a live list disproved */
 	unsigned long pod_lists;          /* live pod lists made before InsufficientPodsReady */
 	unsigned long stale_reads;        /* Running steps where the cache lacked a component */

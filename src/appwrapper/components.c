@@ -533,8 +533,11 @@ static void comp_desc(sf_jv tmpl, size_t index, char *buf, size_t len)
 	char kind[128], name[256];
 	if (sf_jv_str(sf_jv_get(tmpl, "kind"), kind, sizeof(kind)) <= 0)
 		snprintf(kind, sizeof(kind), "?");
-	if (sf_jv_str(sf_jv_path(tmpl, "metadata.name"), name, sizeof(name)) <= 0)
+	int gen = sf_awc_template_name(tmpl, name, sizeof(name) - 1);
+	if (gen < 0)
 		snprintf(name, sizeof(name), "?");
+	else if (gen > 0)
+		strcat(name, "*");
 	snprintf(buf, len, "component %zu (%s %s)", index, kind, name);
 }
 
@@ -1164,7 +1167,8 @@ static int req_str(sf_jv v, char *buf, size_t cap)
 }
 
 static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, const char *awns,
-                 const char *awuid, const sf_awc_build_opts *o, char *why, size_t wl)
+                 const char *awuid, size_t index, int generated, const sf_awc_build_opts *o,
+                 char *why, size_t wl)
 {
 	sf_jd *md = sf_jd_get(obj, "metadata");
 	size_t l = 0;
@@ -1194,6 +1198,19 @@ static int build(sf_jd *obj, sf_jv comp, const psvec *pv, const char *awname, co
 	sf_jd_free(lab);
 	if (rc)
 		return rc;
+	if (generated) {
+		/* the index, ours alone to set: what finds the object when
+		 * the create's answer (the name) was lost */
+		char ix[24];
+		snprintf(ix, sizeof(ix), "%zu", index);
+		sf_jd *an = sf_jd_obj_member(md, "annotations");
+		if (!an) {
+			sf_errf(why, wl, "metadata.annotations is not a map");
+			return -EINVAL;
+		}
+		if (sf_jd_set_str(an, SF_AW_COMPONENT_INDEX, ix))
+			return -ENOMEM;
+	}
 
 	sf_jv infos = sf_jv_get(comp, "podSetInfos");
 	size_t ninfo = sf_jv_type(infos) == SF_JSON_ARRAY ? sf_jv_len(infos) : 0;
@@ -1239,9 +1256,12 @@ int sf_awc_build(sf_jv aw, size_t index, const sf_awc_build_opts *o, sf_jd **out
 		missing = "template has no apiVersion";
 	else if (req_str(sf_jv_get(tmpl, "kind"), tmp, sizeof(tmp)))
 		missing = "template has no kind";
-	else if (sf_jv_type(sf_jv_get(tmpl, "metadata")) != SF_JSON_OBJECT ||
-	         req_str(sf_jv_path(tmpl, "metadata.name"), tmp, sizeof(tmp)))
-		missing = "template has no metadata.name";
+	int generated = 0;
+	if (!missing) {
+		generated = sf_awc_template_name(tmpl, tmp, sizeof(tmp));
+		if (generated < 0)
+			missing = "template has no metadata.name or metadata.generateName";
+	}
 	if (missing) {
 		sf_errf(err, errlen, "%s: %s", desc, missing);
 		return -EINVAL;
@@ -1253,7 +1273,9 @@ int sf_awc_build(sf_jv aw, size_t index, const sf_awc_build_opts *o, sf_jd **out
 	if (!rc) {
 		obj = sf_jd_from_jv(tmpl);
 		rc =
-		    obj ? build(obj, comp, &pv, awname, awns, awuid, o, why, sizeof(why)) : -ENOMEM;
+		    obj ? build(obj, comp, &pv, awname, awns, awuid, index, generated, o, why,
+		                sizeof(why))
+		        : -ENOMEM;
 	}
 	free(pv.v);
 	if (rc) {
@@ -1296,4 +1318,30 @@ int sf_awc_owned_by(sf_jv obj, const char *uid)
 	if (!uid || !*uid || !sf_awc_controller_owner(obj, &r))
 		return 0;
 	return sf_jv_streq(sf_jv_get(r, "uid"), uid);
+}
+
+int sf_awc_template_name(sf_jv tmpl, char *buf, size_t n)
+{
+	sf_jv md = sf_jv_get(tmpl, "metadata");
+	if (sf_jv_type(md) != SF_JSON_OBJECT)
+		return -EINVAL;
+	if (sf_jv_str(sf_jv_get(md, "name"), buf, n) > 0)
+		return 0;
+	if (sf_jv_type(sf_jv_get(md, "name")) != SF_JSON_NONE &&
+	    sf_jv_type(sf_jv_get(md, "name")) != SF_JSON_NULL &&
+	    !sf_jv_streq(sf_jv_get(md, "name"), ""))
+		return -EINVAL; /* a name that cannot be read is not "no name" */
+	if (sf_jv_str(sf_jv_get(md, "generateName"), buf, n) > 0)
+		return 1;
+	return -EINVAL;
+}
+
+int sf_awc_generated_match(sf_jv obj, const char *awuid, size_t index)
+{
+	char want[24], have[24];
+	snprintf(want, sizeof(want), "%zu", index);
+	if (!sf_awc_owned_by(obj, awuid))
+		return 0;
+	sf_jv v = sf_jv_get(sf_jv_path(obj, "metadata.annotations"), SF_AW_COMPONENT_INDEX);
+	return sf_jv_str(v, have, sizeof(have)) > 0 && strcmp(want, have) == 0;
 }

@@ -53,6 +53,11 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 #define FIELD_MANAGER "steadfast"
 #define NOT_READY_RETRY_MS 200
 #define KIND_SYNC_WAIT_MS 10000
+/* A create of a component with a generated name whose answer was lost
+ * (no answer, or a 5xx) may still land, later than a LIST that finds
+ * nothing: such a component is only looked up, not created again, for
+ * this long (kube-apiserver's default request timeout). */
+#define LOST_CREATE_SETTLE_MS 60000
 
 /* ---- per AppWrapper memory (this term only) ----
  *
@@ -68,6 +73,10 @@ typedef struct comp_mem {
 	sf_awp_create_outcome create;
 	sf_awp_confirmed live; /* the last live GET's answer: news for one step */
 	char *create_msg;     /* owned; NULL = none */
+	/* the name the API server chose for the object a create of ours made
+	 * or adopted (generateName), until the status records it (owned) */
+	char *created_name;
+	int64_t lost_create_ms; /* mono: a generated create's answer was lost */
 	char *expect_uid;     /* a create of ours not yet seen in the cache
 	                       * (owned; NULL = none) */
 	int64_t expect_ms;    /* mono */
@@ -122,17 +131,42 @@ typedef struct req {
 	sf_kind *k;
 	int force;
 	int uid_cached; /* uid is the cache's copy's (else a live read's) */
+	/* the component's name is generated: only a live LIST by owner and
+	 * index says that none is left (one name's 404 does not) */
+	int generated;
 	char name[254];
 	char uid[64];
-	struct live_pods *pl; /* a live pod LIST's tally (owned) */
+	struct live_pods *pl;   /* a live pod LIST's tally (owned) */
+	struct found_list *fl;  /* a live LIST of a component's kind (owned) */
+	char *body;             /* a create to send after a lookup (owned) */
 } req;
 
-/* A live LIST of the pods: the tally the phase machine reads and each pod's
- * name and UID, for a forced deletion of what the list found. */
+/* An object's name and UID from a live LIST: a pod to delete, or an
+ * incarnation of a component with a generated name. */
 typedef struct pod_ref {
 	char *name;
 	char uid[64];
+	int deleting; /* has a deletionTimestamp */
 } pod_ref;
+
+/* A live LIST of one kind, by the AppWrapper's label: the objects that are
+ * component idx of this AppWrapper (sf_awc_generated_match). */
+typedef struct found_list {
+	const char *awuid; /* borrowed from the op's AppWrapper */
+	size_t idx;
+	pod_ref *refs;
+	size_t n, cap;
+} found_list;
+
+static void found_list_free(found_list *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->n; i++)
+		free(f->refs[i].name);
+	free(f->refs);
+	free(f);
+}
 
 typedef struct live_pods {
 	sf_awp_live_pods lp;
@@ -279,6 +313,7 @@ static void mem_free(void *v)
 	if (m) {
 		for (size_t i = 0; i < m->n; i++) {
 			free(m->comp[i].create_msg);
+			free(m->comp[i].created_name);
 			free(m->comp[i].expect_uid);
 			free(m->comp[i].deleted_uid);
 		}
@@ -325,8 +360,11 @@ static aw_mem *mem_get(sf_awctl *c, const char *key, const sf_obj *aw, size_t nc
 
 static void req_free(req *r)
 {
-	if (r)
+	if (r) {
 		live_pods_free(r->pl);
+		found_list_free(r->fl);
+		free(r->body);
+	}
 	free(r);
 }
 
@@ -865,6 +903,17 @@ static void comp_name(op *o, size_t i, char *buf, size_t n)
 		buf[0] = 0;
 }
 
+/* 1 when component i's template leaves its name to the API server
+ * (generateName): its incarnations are found by a live LIST, never by the
+ * recorded name alone, which may be a deleted incarnation's or none. */
+static int comp_generated(op *o, size_t i)
+{
+	char prefix[254];
+	sf_jv t = sf_jv_get(sf_jv_at(sf_jv_path(sf_obj_root(o->aw), "spec.components"), i),
+	                    "template");
+	return sf_awc_template_name(t, prefix, sizeof(prefix)) > 0;
+}
+
 /* -- create -- */
 
 static void set_create(op *o, size_t i, sf_awp_create_outcome oc, const char *msg)
@@ -890,6 +939,13 @@ static void comp_made(comp_mem *cm, const char *uid)
 	cm->live = (sf_awp_confirmed){0};
 	uid_set(&cm->deleted_uid, NULL);
 	cm->deleted_cached = 0;
+}
+
+static void created_name_set(comp_mem *cm, const char *name)
+{
+	free(cm->created_name);
+	cm->created_name = name && *name ? strdup(name) : NULL;
+	cm->lost_create_ms = 0;
 }
 
 static int cond_true(sf_jv obj, const char *type);
@@ -981,6 +1037,11 @@ static void create_done(req *r, const sf_kube_result *res)
 	}
 	if (sf_kube_ok(res))
 		write_acked(c, "create");
+	aw_mem *m = op_mem(o);
+	comp_mem *cm = m && r->idx < m->n ? &m->comp[r->idx] : NULL;
+	if (cm && (res->http_status == 0 || res->http_status >= 500 ||
+	           (sf_kube_ok(res) && c->fault_lost_creates > 0)))
+		cm->lost_create_ms = mono_ms(); /* it may have landed, or still land */
 	if (sf_kube_ok(res) && c->fault_lost_creates > 0) {
 		c->fault_lost_creates--;
 		sf_log_warn(LOGGER, "fault injection: the answer to a create is dropped",
@@ -991,12 +1052,14 @@ static void create_done(req *r, const sf_kube_result *res)
 		return;
 	}
 	if (sf_kube_ok(res)) {
-		aw_mem *m = op_mem(o);
-		if (m && r->idx < m->n)
-			comp_made(&m->comp[r->idx], res->obj ? res->obj->uid : NULL);
+		if (cm) {
+			comp_made(cm, res->obj ? res->obj->uid : NULL);
+			created_name_set(cm, res->obj ? res->obj->name : NULL);
+		}
 		c->st.creates++;
 		sf_log_info(LOGGER, "component created", "namespace", o->aw->ns, "name",
-		            o->aw->name, "kind", sf_kind_name(r->k), "component", r->name, NULL);
+		            o->aw->name, "kind", sf_kind_name(r->k), "component",
+		            res->obj ? res->obj->name : r->name, NULL);
 		set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
 		op_req_done(o);
 		return;
@@ -1016,11 +1079,119 @@ static void create_done(req *r, const sf_kube_result *res)
 		return;
 	}
 	char msg[512];
-	const char *m = res->status && res->status->message[0] ? res->status->message
-	                                                       : (res->errmsg ? res->errmsg : "");
-	snprintf(msg, sizeof(msg), "%s", m);
+	const char *em = res->status && res->status->message[0] ? res->status->message
+	                                                        : (res->errmsg ? res->errmsg : "");
+	snprintf(msg, sizeof(msg), "%s", em);
 	set_create(o, r->idx, oc, msg);
 	log_result("component create failed", o, res);
+	op_req_done(o);
+}
+
+/* -- finding a component with a generated name (live LIST) -- */
+
+static int found_item(void *ud, sf_obj *obj)
+{
+	req *r = ud;
+	found_list *f = r->fl;
+	sf_jv root = sf_obj_root(obj);
+	if (!sf_awc_generated_match(root, f->awuid, f->idx))
+		return 0;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 4;
+		pod_ref *nr = realloc(f->refs, cap * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		f->refs = nr;
+		f->cap = cap;
+	}
+	pod_ref *pr = &f->refs[f->n];
+	if (!(pr->name = strdup(obj->name)))
+		return -ENOMEM;
+	snprintf(pr->uid, sizeof(pr->uid), "%s", obj->uid);
+	pr->deleting = sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp"));
+	f->n++;
+	return 0;
+}
+
+/* A live LIST of component i's kind by the AppWrapper's label; done reads
+ * r->fl, the incarnations of component i. body (owned, or NULL) goes with
+ * the request. */
+static void start_find(op *o, size_t i, sf_kind *k, char *body, int force,
+                       void (*done)(req *, const sf_kube_result *))
+{
+	sf_awctl *c = o->c;
+	req *r = comp_req(o, i, k, done);
+	char sel[512];
+	if (r) {
+		r->body = body;
+		body = NULL;
+		r->force = force;
+		r->fl = calloc(1, sizeof(*r->fl));
+	}
+	if (!r || !r->fl ||
+	    snprintf(sel, sizeof(sel), "%s=%s", SF_AW_LABEL, o->aw->name) >= (int)sizeof(sel)) {
+		free(body);
+		req_free(r);
+		o->failed = 1;
+		return;
+	}
+	r->fl->awuid = o->aw->uid;
+	r->fl->idx = i;
+	c->st.finds++;
+	sf_kube_list_opts lo = {.label_selector = sel};
+	if (op_track(o, r,
+	             sf_kube_list(c->client, sf_kind_gvr(k), o->aw->ns, &lo, found_item, req_cb, r,
+	                          &r->call)) < 0)
+		o->failed = 1;
+}
+
+static void send_create(op *o, size_t i, sf_kind *k, char *body);
+
+/* Before a create of a component with a generated name: adopt what an
+ * earlier attempt made (this AppWrapper's, that index, not going away),
+ * wait while one goes away, else create. */
+static void find_create_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	aw_mem *m = op_mem(o);
+	comp_mem *cm = m && r->idx < m->n ? &m->comp[r->idx] : NULL;
+	if (!sf_kube_ok(res) || !cm) {
+		log_result("looking for a component before creating it failed", o, res);
+		o->failed = 1;
+		op_req_done(o);
+		return;
+	}
+	const pod_ref *live = NULL;
+	int going = 0;
+	for (size_t j = 0; j < r->fl->n; j++) {
+		const pod_ref *p = &r->fl->refs[j];
+		if (p->deleting || uid_is(cm->deleted_uid, p->uid))
+			going = 1;
+		else if (!live)
+			live = p;
+		else
+			sf_log_error(LOGGER, "two live objects for one component", "namespace",
+			             o->aw->ns, "name", o->aw->name, "component", live->name, "other",
+			             p->name, NULL);
+	}
+	if (live) {
+		comp_made(cm, live->uid);
+		created_name_set(cm, live->name);
+		o->c->st.adopted++;
+		sf_log_info(LOGGER, "component already exists and is ours: adopted", "namespace",
+		            o->aw->ns, "name", o->aw->name, "component", live->name, NULL);
+		set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
+	} else if (going) {
+		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE,
+		           "the previous instance of the component is still being deleted");
+	} else if (cm->lost_create_ms && mono_ms() - cm->lost_create_ms < LOST_CREATE_SETTLE_MS) {
+		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE,
+		           "the answer to a create was lost and the object has not shown yet");
+	} else {
+		char *body = r->body;
+		r->body = NULL;
+		send_create(o, r->idx, r->k, body);
+	}
 	op_req_done(o);
 }
 
@@ -1053,6 +1224,19 @@ static void start_create(op *o, size_t i)
 	}
 	char *body = sf_jd_dump(obj);
 	sf_jd_free(obj);
+	if (body && comp_generated(o, i)) {
+		/* no name to make the create idempotent: look for an
+		 * incarnation an earlier attempt made first */
+		start_find(o, i, k, body, 0, find_create_done);
+		return;
+	}
+	send_create(o, i, k, body);
+}
+
+/* POSTs body (owned) as component i. */
+static void send_create(op *o, size_t i, sf_kind *k, char *body)
+{
+	sf_awctl *c = o->c;
 	req *r = body ? comp_req(o, i, k, create_done) : NULL;
 	aw_mem *m = op_mem(o);
 	if (r && m && i < m->n) {
@@ -1159,7 +1343,7 @@ static void delete_done(req *r, const sf_kube_result *res)
 		} else if ((rc = sf_awp_read_delete(&a, &gone)) > 0) {
 			/* NotFound for that name: someone deleted it at a moment
 			 * we do not know, so a pod list must be asked from now */
-			cm->delete_gone = 1;
+			cm->delete_gone = !r->generated;
 			cm->create = SF_AWP_CREATE_NONE;
 			m->deletes_acked = ev_tick(o->c);
 			o->results++;
@@ -1170,6 +1354,8 @@ static void delete_done(req *r, const sf_kube_result *res)
 			req *g = comp_req(o, r->idx, r->k, delete_lookup_done);
 			if (g) {
 				g->force = r->force;
+				g->generated = r->generated;
+				snprintf(g->name, sizeof(g->name), "%s", r->name);
 				if (op_track(o, g,
 				             sf_kube_get(o->c->client, sf_kind_gvr(r->k), o->aw->ns,
 				                         g->name, req_cb, g, &g->call)) < 0)
@@ -1208,7 +1394,7 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 	answer_of(o, r, res, &a);
 	int rc = sf_awp_read_delete(&a, &gone);
 	if (rc > 0) {
-		m->comp[r->idx].delete_gone = 1;
+		m->comp[r->idx].delete_gone = !r->generated;
 		m->comp[r->idx].create = SF_AWP_CREATE_NONE;
 		m->deletes_acked = ev_tick(o->c); /* learned gone now */
 		o->results++;
@@ -1223,7 +1409,47 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 	req *d = comp_req(o, r->idx, r->k, delete_done);
 	if (d) {
 		d->force = r->force;
+		d->generated = r->generated;
+		snprintf(d->name, sizeof(d->name), "%s", r->name);
 		snprintf(d->uid, sizeof(d->uid), "%s", res->obj->uid);
+		if (send_delete(o, d) < 0)
+			o->failed = 1;
+	}
+	op_req_done(o);
+}
+
+/* Deletion of a component with a generated name: each incarnation the live
+ * LIST found is deleted with its UID as precondition; only a LIST that finds
+ * none says the component is gone. */
+static void find_delete_done(req *r, const sf_kube_result *res)
+{
+	op *o = r->o;
+	aw_mem *m = op_mem(o);
+	if (!sf_kube_ok(res) || !m || r->idx >= m->n) {
+		log_result("looking for a component before deleting it failed", o, res);
+		op_req_done(o);
+		return;
+	}
+	comp_mem *cm = &m->comp[r->idx];
+	if (r->fl->n == 0) {
+		cm->delete_gone = 1;
+		cm->create = SF_AWP_CREATE_NONE;
+		m->deletes_acked = ev_tick(o->c); /* learned gone now */
+		o->results++;
+		op_req_done(o);
+		return;
+	}
+	for (size_t j = 0; j < r->fl->n; j++) {
+		const pod_ref *p = &r->fl->refs[j];
+		if (p->deleting && !r->force)
+			continue; /* on its way out: the next pass looks again */
+		req *d = comp_req(o, r->idx, r->k, delete_done);
+		if (!d)
+			break;
+		d->force = r->force;
+		d->generated = 1;
+		snprintf(d->name, sizeof(d->name), "%s", p->name);
+		snprintf(d->uid, sizeof(d->uid), "%s", p->uid);
 		if (send_delete(o, d) < 0)
 			o->failed = 1;
 	}
@@ -1241,6 +1467,10 @@ static void start_delete(op *o, size_t i, int force)
 		/* not served: no DELETE can prove anything (the phase machine
 		 * does not ask while the kind is unresolved) */
 		o->failed = 1;
+		return;
+	}
+	if (comp_generated(o, i)) {
+		start_find(o, i, k, NULL, force, find_delete_done);
 		return;
 	}
 	req *r = comp_req(o, i, k, delete_lookup_done);
@@ -1733,9 +1963,15 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		oc->live = cm->live; /* evidence: news for this step only */
 		cm->live = (sf_awp_confirmed){0};
 		oc->delete_gone = cm->delete_gone;
+		if (cm->created_name && comp_recorded(cs) &&
+		    sf_jv_streq(sf_jv_get(cs, "name"), cm->created_name))
+			created_name_set(cm, NULL); /* the status has it */
+		oc->created_name = cm->created_name;
+		/* an empty name: a generated one not recorded yet (the cache
+		 * cannot be asked; creates and deletions look it up live) */
 		if (sf_jv_str(sf_jv_get(cs, "apiVersion"), api, sizeof(api)) <= 0 ||
 		    sf_jv_str(sf_jv_get(cs, "kind"), kind, sizeof(kind)) <= 0 ||
-		    sf_jv_str(sf_jv_get(cs, "name"), name, sizeof(name)) <= 0)
+		    sf_jv_str(sf_jv_get(cs, "name"), name, sizeof(name)) < 0)
 			continue;
 		sf_kind *k = sf_kinds_get(c->kinds, api, kind);
 		if (!k || sf_kind_get_state(k) == SF_KIND_RESOLVING)
@@ -1768,7 +2004,8 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		const char *cc = kind_complete_cond(k);
 		oc->completion_known = cc != NULL;
 		/* what the cache shows is a suspicion (awphase.h) */
-		sf_obj *obj = sf_store_get_ns(sf_informer_store(kinf), o->aw->ns, name);
+		sf_obj *obj =
+		    name[0] ? sf_store_get_ns(sf_informer_store(kinf), o->aw->ns, name) : NULL;
 		if (obj && uid_is(cm->deleted_uid, obj->uid)) {
 			/* the incarnation we deleted, not yet gone from the cache:
 			 * it must not count as the component */
@@ -2369,6 +2606,10 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 	     c->st.pods_suppressed},
 	    {"pod_checks", "Live pod lists made before declaring too few pods ready",
 	     c->st.pod_lists},
+	    {"component_lookups",
+	     "Live lists made to find a component whose name the API server chose "
+	     "(generateName) before creating or deleting it",
+	     c->st.finds},
 	    {"node_checks", "Live node reads made before evacuating from a NoExecute node",
 	     c->st.node_checks},
 	    {"evacuations", "Resets of Running AppWrappers off Autopilot NoExecute nodes",

@@ -516,8 +516,15 @@ static int delete_components(step *st)
 		sf_aw_cond rd;
 		sf_aw_cond_get(comp_conds_ro(st, i), C_DEPLOYED, &rd);
 		const char *name = str_or_empty(sf_jd_get(comp_status(st, i), "name"));
+		char prefix[254];
+		sf_jv tpl =
+		    sf_jv_get(sf_jv_at(sf_jv_path(st->in->aw, "spec.components"), i), "template");
+		/* upstream skips a create initiated under no name; with a
+		 * generated name that is exactly a create whose answer may have
+		 * been lost: the controller looks it up (by owner and index) */
 		if (!rd.present || strcmp(rd.status, "False") == 0 ||
-		    (strcmp(rd.status, "Unknown") == 0 && name[0] == 0))
+		    (strcmp(rd.status, "Unknown") == 0 && name[0] == 0 &&
+		     sf_awc_template_name(tpl, prefix, sizeof(prefix)) <= 0))
 			continue;
 		if (obs(st, i)->unresolved) {
 			/* no DELETE can be sent and no answer would prove it
@@ -772,10 +779,25 @@ static int identity_changed(step *st, size_t i, char *msg, size_t n, int *record
 	} f[] = {{"apiVersion", "apiVersion"}, {"kind", "kind"}, {"metadata.name", "name"}};
 	sf_jv tpl = sf_jv_get(sf_jv_at(sf_jv_path(st->in->aw, "spec.components"), i), "template");
 	sf_jd *cs = comp_status(st, i);
+	char prefix[254];
+	int gen = sf_awc_template_name(tpl, prefix, sizeof(prefix)) > 0;
 	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
 		char want[254] = "", have[254] = "";
 		sf_jv_str(sf_jv_path(tpl, f[k].tpl), have, sizeof(have));
 		snprintf(want, sizeof(want), "%s", str_or_empty(sf_jd_get(cs, f[k].cs)));
+		if (gen && strcmp(f[k].cs, "name") == 0) {
+			/* the API server chooses the name: none recorded yet, or
+			 * one it made from this prefix */
+			if (!want[0] || strncmp(want, prefix, strlen(prefix)) == 0)
+				continue;
+			snprintf(msg, n,
+			         "spec.components[%zu].template.metadata.generateName is \"%s\", but "
+			         "the component was recorded as \"%s\" (status.componentStatus[%zu]."
+			         "name); a component's apiVersion, kind and name cannot change once "
+			         "recorded",
+			         i, prefix, want, i);
+			return 1;
+		}
 		if (!want[0] && have[0] && cs) {
 			note_rc(st, sf_jd_set_str(cs, f[k].cs, have));
 			*recorded = 1;
@@ -821,6 +843,10 @@ static void step_resuming(step *st)
 		if (c->create == SF_AWP_CREATE_OK ||
 		    (MUTANT(SF_AWP_MUT_RESUME_TRUSTS_CACHE) &&
 		     c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting)) {
+			/* a name the API server chose is recorded in the same
+			 * write that says the component exists */
+			if (c->created_name && c->created_name[0])
+				note_rc(st, sf_jd_set_str(comp_status(st, i), "name", c->created_name));
 			comp_cond(st, i, "True", "ComponentCreatedSuccessfully");
 			continue;
 		}
@@ -1602,11 +1628,12 @@ int sf_awp_component_status_init(sf_jv aw, sf_jd **out, char *err, size_t errlen
 		sf_jv c = sf_jv_at(comps, i);
 		sf_jv t = sf_jv_get(c, "template");
 		char name[254], kind[128], api[256];
-		if (sf_jv_str(sf_jv_path(t, "metadata.name"), name, sizeof(name)) <= 0 ||
-		    sf_jv_str(sf_jv_get(t, "kind"), kind, sizeof(kind)) <= 0 ||
+		int gen = sf_awc_template_name(t, name, sizeof(name));
+		if (gen < 0 || sf_jv_str(sf_jv_get(t, "kind"), kind, sizeof(kind)) <= 0 ||
 		    sf_jv_str(sf_jv_get(t, "apiVersion"), api, sizeof(api)) <= 0) {
 			snprintf(err, errlen,
-			         "component %zu: template needs apiVersion, kind and metadata.name",
+			         "component %zu: template needs apiVersion, kind and metadata.name "
+			         "or metadata.generateName",
 			         i);
 			rc = -EINVAL;
 			goto out;
@@ -1629,7 +1656,9 @@ int sf_awp_component_status_init(sf_jv aw, sf_jd **out, char *err, size_t errlen
 			rc = -ENOMEM;
 			goto out;
 		}
-		if (sf_jd_set_str(cs, "name", name) < 0 || sf_jd_set_str(cs, "kind", kind) < 0 ||
+		/* a generated name is recorded once the API server chose it */
+		if (sf_jd_set_str(cs, "name", gen ? "" : name) < 0 ||
+		    sf_jd_set_str(cs, "kind", kind) < 0 ||
 		    sf_jd_set_str(cs, "apiVersion", api) < 0 || sf_jd_set(cs, "podSets", psa) < 0) {
 			rc = -ENOMEM;
 			goto out;

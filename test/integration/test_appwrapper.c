@@ -535,6 +535,169 @@ Test(appwrapper, a_create_whose_answer_was_lost_is_adopted_not_duplicated)
 	                                               : "the cache seeing the Job");
 }
 
+/* ---- components with generated names (metadata.generateName) ---- */
+
+/* An AppWrapper whose one Job has generateName "<name>-" (upstream's
+ * samples' shape). */
+static void create_generated_aw(const char *name, const char *annotations)
+{
+	char body[4096];
+	snprintf(body, sizeof(body), JOB_AW, name, annotations ? annotations : "", name);
+	char from[300], to[300];
+	snprintf(from, sizeof(from), "\"metadata\":{\"name\":\"%s-job\"}", name);
+	snprintf(to, sizeof(to), "\"metadata\":{\"generateName\":\"%s-job-\"}", name);
+	char *at = strstr(body, from);
+	cr_assert_not_null(at);
+	char out[4200];
+	snprintf(out, sizeof(out), "%.*s%s%s", (int)(at - body), body, to, at + strlen(from));
+	tl_aw_create(&W, out);
+}
+
+/* The Jobs labelled for AppWrapper aw, read live: their count, and the
+ * names of those not being deleted into names[] (up to 4). */
+static int live_jobs(const char *aw, char names[4][254], int *deleting)
+{
+	char sel[300], qs[400];
+	snprintf(sel, sizeof(sel), "%s=%s", SF_AW_LABEL, aw);
+	sf_buf q;
+	sf_buf_init(&q, 0);
+	cr_assert_eq(sf_kube_query_add(&q, "labelSelector", sel), 0);
+	snprintf(qs, sizeof(qs), "%.*s", (int)q.len, q.data);
+	sf_buf_free(&q);
+	tl_res r = {0};
+	sf_kube_req rq = {.method = "GET", .gvr = &SF_GVR_JOBS, .ns = NS, .query = qs};
+	tl_do(&K, &rq, &r);
+	cr_assert_eq(r.http_status, 200, "list jobs: %ld", r.http_status);
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_get(sf_obj_root(r.obj), "items"));
+	sf_jv item;
+	int n = 0, del = 0;
+	while (sf_jv_next(&it, NULL, &item)) {
+		if (sf_jv_ok(sf_jv_path(item, "metadata.deletionTimestamp"))) {
+			del++;
+			continue;
+		}
+		if (n < 4)
+			sf_jv_str(sf_jv_path(item, "metadata.name"), names[n], 254);
+		n++;
+	}
+	tl_res_clear(&r);
+	if (deleting)
+		*deleting = del;
+	return n;
+}
+
+static void recorded_name(const char *aw, char *buf, size_t n)
+{
+	sf_obj *o = tl_aw_cached(&W, aw);
+	cr_assert_not_null(o);
+	buf[0] = 0;
+	sf_jv_str(sf_jv_path(sf_obj_root(o), "status.componentStatus[0].name"), buf, n);
+}
+
+typedef struct gen_reset {
+	const char *aw;
+	char old[254];
+	char now[254];
+	int jobs;       /* cached Jobs labelled for aw */
+	char live[254]; /* the name of a cached one not being deleted */
+} gen_reset;
+
+static int gen_visit(void *ud, sf_obj *o)
+{
+	gen_reset *g = ud;
+	sf_jv root = sf_obj_root(o);
+	if (!sf_jv_streq(sf_jv_get(sf_jv_path(root, "metadata.labels"), SF_AW_LABEL), g->aw))
+		return 0;
+	g->jobs++;
+	if (!sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp")))
+		snprintf(g->live, sizeof(g->live), "%s", o->name);
+	return 0;
+}
+
+/* In the test's caches (a predicate runs inside the loop, so it must not
+ * ask the API server): a new Job under another name, recorded, and the old
+ * one gone. */
+static int replaced(void *ud)
+{
+	gen_reset *g = ud;
+	g->jobs = 0;
+	g->live[0] = 0;
+	sf_store_each(sf_informer_store(W.jobs), gen_visit, g);
+	recorded_name(g->aw, g->now, sizeof(g->now));
+	return g->jobs == 1 && strcmp(g->live, g->now) == 0 && strcmp(g->now, g->old) != 0;
+}
+
+/* Upstream runs a template with generateName and records the name the API
+ * server chose; here too, with that name written before anything else is
+ * done with it, through a reset (a new Job under a new name, the old one
+ * deleted) and a deletion that leaves nothing behind. */
+Test(appwrapper, generated_component_names_are_recorded_through_a_reset, .timeout = 180)
+{
+	controller("solo");
+	create_generated_aw("gen", "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"1\","
+	                           "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\","
+	                           "\"" SF_AW_ANNOT_PREFIX "retryPausePeriodDuration\":\"1s\"");
+	tl_aw_wait_phase(&W, "gen", "Suspended", 20000);
+	tl_aw_admit(&W, "gen", NULL);
+	tl_aw_wait_phase(&W, "gen", "Running", 20000);
+	char names[4][254], rec[254];
+	int del = 0;
+	cr_assert_eq(live_jobs("gen", names, &del), 1, "not one Job");
+	recorded_name("gen", rec, sizeof(rec));
+	cr_assert_str_eq(rec, names[0], "the status does not name the Job");
+	cr_assert(strncmp(rec, "gen-job-", 8) == 0 && strlen(rec) > 8, "%s", rec);
+	sf_obj *job = get_obj(&SF_GVR_JOBS, rec);
+	char uid[64];
+	aw_uid("gen", uid, sizeof(uid));
+	cr_assert(sf_awc_generated_match(sf_obj_root(job), uid, 0), "%s", job->json);
+	sf_obj_unref(job);
+
+	/* its pod fails: reset, the Job deleted, a new one under a new name */
+	char pod[254];
+	tl_aw_wait_pod(&W, "gen", pod, sizeof(pod), 20000);
+	tl_aw_kubelet(&W, pod, "Failed", 1, "boom");
+	gen_reset g = {.aw = "gen"};
+	snprintf(g.old, sizeof(g.old), "%s", rec);
+	cr_assert_eq(tl_run_until_fn(&K.loop, replaced, &g, 60000), 0,
+	             "no new Job recorded after the reset (recorded %s, was %s)", g.now, g.old);
+	tl_aw_wait_phase(&W, "gen", "Running", 30000);
+	cr_assert_eq(live_jobs("gen", names, &del), 1, "not one Job after the reset");
+	cr_assert_str_eq(names[0], g.now);
+	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, g.old, NULL, NULL), 404);
+
+	/* deletion: nothing left */
+	cr_assert(tl_aw_req(&W, "DELETE", &SF_GVR_APPWRAPPERS, "gen", NULL, NULL) < 300);
+	tl_aw_wait_all_gone(&W, "gen", 30000);
+	cr_assert_eq(live_jobs("gen", names, &del) + del, 0, "a Job was left behind");
+}
+
+/* The answer to the create of a generated name is lost: AlreadyExists
+ * cannot catch a second create, so before any retry the controller looks
+ * the component up live by owner and index and adopts what it finds. One
+ * Job, its name recorded, never a second. */
+Test(appwrapper, a_lost_create_of_a_generated_name_is_found_not_duplicated)
+{
+	const char *env[] = {"STEADFAST_FAULT_LOST_CREATE_ANSWERS=1",
+	                     "STEADFAST_FAULT_WATCH_DELAY_MS=10000", NULL};
+	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-l", .id = "lostgen", .env = env, .faults = 1};
+	tl_ctl *c = tl_ctl_start(&K.loop, &o);
+	create_generated_aw("lostgen", NULL);
+	tl_aw_wait_phase(&W, "lostgen", "Suspended", 20000);
+	tl_aw_admit(&W, "lostgen", NULL);
+	tl_aw_wait_phase(&W, "lostgen", "Running", 60000);
+	cr_assert_eq(tl_ctl_count(c, "the answer to a create is dropped", 0), 1,
+	             "the fault was not injected");
+	char names[4][254], rec[254];
+	int del = 0;
+	cr_assert_eq(live_jobs("lostgen", names, &del), 1, "%d Jobs (%s, %s)", 
+	             live_jobs("lostgen", names, &del), names[0], names[1]);
+	recorded_name("lostgen", rec, sizeof(rec));
+	cr_assert_str_eq(rec, names[0]);
+	cr_assert_eq(tl_ctl_count(c, "is ours: adopted", 0), 1);
+	cr_assert_eq(tl_ctl_count(c, "\"msg\":\"component created\"", 0), 0,
+	             "a second create succeeded");
+}
+
 Test(appwrapper, bad_components_fail_clearly_and_others_are_served)
 {
 	controller("solo");

@@ -693,9 +693,11 @@ Test(awcomp, build_invalid_templates_are_fatal)
 	cr_assert(strstr(e, "template has no kind"), "%s", e);
 
 	e = build_fatal(AW("{'template':" POD("") "},{'template':{'apiVersion':'v1','kind':'Pod',"
-	                                          "'metadata':{'generateName':'p-'},'spec':{}}}"),
+	                                          "'metadata':{'labels':{}},'spec':{}}}"),
 	                1, NULL);
-	cr_assert(strstr(e, "component 1 (Pod ?): template has no metadata.name"), "%s", e);
+	cr_assert(strstr(e, "component 1 (Pod ?): template has no metadata.name or "
+	                    "metadata.generateName"),
+	          "%s", e);
 
 	e = build_fatal(AW("{'template':" POD("") "}"), 1, NULL);
 	cr_assert(strstr(e, "no such component"), "%s", e);
@@ -956,4 +958,34 @@ Test(awcomp, autopilot_with_an_affinity_that_is_not_an_object_is_fatal)
 	         0, &cfg.autopilot, &msg);
 	cr_assert(strstr(msg, "spec.affinity at template.spec.template is not an object"), "%s",
 	          msg);
+}
+
+/* A template with generateName (upstream's samples use it): built without
+ * a name, with the index annotation that finds it again (with the owner's
+ * UID) when the create's answer is lost. */
+Test(awcomp, build_keeps_generate_name_and_marks_the_index)
+{
+	sf_jv aw = AW("{'template':" POD("") "},{'template':{'apiVersion':'v1','kind':'Pod',"
+	              "'metadata':{'generateName':'p-'},'spec':{'containers':[{'name':'c',"
+	              "'image':'i'}]}}}");
+	sf_jv o = build_ok(aw, 1, NULL);
+	cr_assert(sf_jv_streq(sf_jv_path(o, "metadata.generateName"), "p-"));
+	cr_assert(!sf_jv_ok(sf_jv_path(o, "metadata.name")));
+	cr_assert(sf_jv_streq(sf_jv_get(sf_jv_path(o, "metadata.annotations"),
+	                                SF_AW_COMPONENT_INDEX),
+	                      "1"));
+	char uid[64];
+	cr_assert_gt(sf_jv_str(sf_jv_path(aw, "metadata.uid"), uid, sizeof(uid)), 0);
+	cr_assert_eq(sf_awc_generated_match(o, uid, 1), 1);
+	cr_assert_eq(sf_awc_generated_match(o, uid, 0), 0, "another index");
+	cr_assert_eq(sf_awc_generated_match(o, "other-uid", 1), 0, "another owner");
+	/* a fixed name gets no index: AlreadyExists makes its create idempotent */
+	sf_jv named = build_ok(aw, 0, NULL);
+	cr_assert(!sf_jv_ok(sf_jv_get(sf_jv_path(named, "metadata.annotations"),
+	                              SF_AW_COMPONENT_INDEX)));
+	char buf[64];
+	cr_assert_eq(sf_awc_template_name(sf_jv_path(aw, "spec.components[1].template"), buf,
+	                                  sizeof(buf)),
+	             1);
+	cr_assert_str_eq(buf, "p-");
 }

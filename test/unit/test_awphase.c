@@ -1655,3 +1655,131 @@ Test(awphase, a_delete_conflict_is_not_gone)
 	a.kind = SF_AWP_ANS_FOREIGN_404;
 	cr_assert_eq(sf_awp_read_delete(&a, &gone), -EAGAIN);
 }
+
+/* ---- generated names (metadata.generateName) ---- */
+
+/* json with the Job template's name replaced by generateName "job-" and, in
+ * the status, the recorded name "job-a" by recorded (frees json). */
+static char *generated(char *json, const char *recorded)
+{
+	static const char *tn = "\"metadata\":{\"name\":\"job-a\"}";
+	static const char *sn = "\"name\":\"job-a\",\"kind\"";
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	const char *p = json;
+	for (;;) {
+		const char *a = strstr(p, tn), *c = strstr(p, sn);
+		const char *at = a && (!c || a < c) ? a : c;
+		if (!at)
+			break;
+		cr_assert_eq(sf_buf_append(&b, p, (size_t)(at - p)), 0);
+		if (at == a)
+			cr_assert_eq(sf_buf_puts(&b, "\"metadata\":{\"generateName\":\"job-\"}"), 0);
+		else
+			cr_assert_eq(sf_buf_printf(&b, "\"name\":\"%s\",\"kind\"", recorded), 0);
+		p = at + strlen(at == a ? tn : sn);
+	}
+	cr_assert_eq(sf_buf_puts(&b, p), 0);
+	cr_assert_eq(sf_buf_putc(&b, '\0'), 0);
+	free(json);
+	return b.data;
+}
+
+Test(awphase, generate_name_initialises_an_unrecorded_name)
+{
+	snap s = {.json = generated(aw_json(FIN, "\"suspend\":true", NULL), "")};
+	run(&s);
+	cr_assert_str_eq(pphase(&s), "Suspended");
+	sf_jd *cs = sf_jd_at(sf_jd_get(s.plan.status, "componentStatus"), 0, NULL);
+	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "name"), NULL), "", "the server has not chosen");
+	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "kind"), NULL), "Job");
+	done(&s);
+}
+
+/* The create's answer carries the name the API server chose: recorded in the
+ * very write that says the component was created. */
+Test(awphase, resuming_records_the_name_the_server_chose)
+{
+	char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 1000);
+	char *rd = cond_json("ResourcesDeployed", "Unknown", "ComponentCreationInitiated", NOW - 500);
+	char *st = status_json("Resuming", q, rd, 0);
+	snap s = {.json = generated(aw_json(FIN, "\"suspend\":false", st), "")};
+	free(q);
+	free(rd);
+	free(st);
+	s.comp[0].create = SF_AWP_CREATE_OK;
+	s.comp[0].created_name = "job-x7k2p";
+	run(&s);
+	sf_jd *cs = sf_jd_at(sf_jd_get(s.plan.status, "componentStatus"), 0, NULL);
+	cr_assert_str_eq(sf_jd_str(sf_jd_get(cs, "name"), NULL), "job-x7k2p");
+	sf_aw_cond c;
+	sf_aw_cond_get(sf_jd_get(cs, "conditions"), "ResourcesDeployed", &c);
+	cr_assert_str_eq(c.status, "True");
+	cr_assert_str_eq(pphase(&s), "Running");
+	done(&s);
+}
+
+/* A recorded name the template's prefix could not have made is a changed
+ * identity: never created (the recorded one would be orphaned). */
+Test(awphase, a_recorded_name_of_another_prefix_is_a_changed_identity)
+{
+	char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 1000);
+	char *st = status_json("Resuming", q, "", 0);
+	snap s = {.json = generated(aw_json(FIN, "\"suspend\":false", st), "other-x7k2p")};
+	free(q);
+	free(st);
+	run(&s);
+	cr_assert(!has_act(&s, SF_AWP_ACT_CREATE));
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.reason, "CreateFailed");
+	cr_assert(strstr(u.message, "generateName is \"job-\""), "%s", u.message);
+	done(&s);
+
+	/* one it could have made is the component: created again after a reset */
+	q = cond_json("QuotaReserved", "True", "Resuming", NOW - 1000);
+	char *rd = cond_json("ResourcesDeployed", "False", "CompononetDeleted", NOW - 500);
+	st = status_json("Resuming", q, rd, 0);
+	snap s2 = {.json = generated(aw_json(FIN, "\"suspend\":false", st), "job-old12")};
+	free(q);
+	free(rd);
+	free(st);
+	run(&s2);
+	cr_assert(has_act(&s2, SF_AWP_ACT_CREATE));
+	done(&s2);
+}
+
+/* A create initiated under a generated name may have landed with its answer
+ * lost: a deletion asks the controller to look for it (upstream skips it,
+ * leaving the object behind). */
+Test(awphase, deleting_an_unrecorded_generated_component_looks_for_it)
+{
+	char *q1 = cond_json("QuotaReserved", "True", "Resuming", NOW - 1000);
+	char *q2 = cond_json("ResourcesDeployed", "True", "Resuming", NOW - 1000);
+	char *q = NULL;
+	cr_assert(asprintf(&q, "%s,%s", q1, q2) > 0);
+	free(q1);
+	free(q2);
+	char *rd = cond_json("ResourcesDeployed", "Unknown", "ComponentCreationInitiated", NOW - 500);
+	char *st = status_json("Resuming", q, rd, 0);
+	snap s = {.json = generated(aw_json(FIN, "\"suspend\":true", st), "")};
+	free(q);
+	free(rd);
+	free(st);
+	run(&s); /* Resuming -> Suspending */
+	cr_assert_str_eq(pphase(&s), "Suspending");
+	char *st2 = sf_jd_dump(s.plan.status);
+	done(&s);
+	snap s3 = {.json = NULL};
+	cr_assert(asprintf(&s3.json,
+	                   "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	                   "\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+	                   "\"resourceVersion\":\"11\"," FIN "},\"spec\":{\"suspend\":true,"
+	                   "\"components\":[{\"template\":{\"apiVersion\":\"batch/v1\",\"kind\":"
+	                   "\"Job\",\"metadata\":{\"generateName\":\"job-\"},\"spec\":{}}}]},"
+	                   "\"status\":%s}",
+	                   st2) > 0);
+	free(st2);
+	run(&s3);
+	cr_assert(has_act(&s3, SF_AWP_ACT_DELETE), "no DELETE for an unrecorded generated name: %s %s", s3.plan.why, s3.json);
+	done(&s3);
+}
