@@ -33,6 +33,9 @@ extern const struct sf_gvr SF_GVR_APPWRAPPERS;
 #define SF_AW_FINALIZER SF_AW_GROUP "/finalizer"
 /* spec.managedBy value that means this controller */
 #define SF_AW_CONTROLLER_NAME SF_AW_GROUP "/appwrapper-controller"
+/* reportingController of the Events about AppWrappers: the name upstream's
+ * controller gives its event recorder (mgr.GetEventRecorderFor) */
+#define SF_AW_EVENT_CONTROLLER "appwrappers"
 
 /* Prefix of the per-AppWrapper settings annotations (retryLimit, ...). */
 #define SF_AW_ANNOT_PREFIX SF_AW_GROUP ".appwrapper/"

@@ -36,6 +36,9 @@ typedef struct sf_gvr {
 
 extern const sf_gvr SF_GVR_NAMESPACES, SF_GVR_CONFIGMAPS, SF_GVR_PODS, SF_GVR_EVENTS, SF_GVR_LEASES,
     SF_GVR_JOBS, SF_GVR_CRDS;
+/* events.k8s.io/v1 Events (SF_GVR_EVENTS: the core/v1 view of the same
+ * objects) */
+extern const sf_gvr SF_GVR_EVENTS_K8S_IO;
 
 typedef struct sf_kube_client_opts {
 	double qps;             /* 0 = 20 (above client-go's 5, below its burst); < 0 = no limit */

@@ -1765,12 +1765,18 @@ static void run_actions(op *o)
 	op_req_done(o);
 }
 
+/* The step's Events, once its write landed. Their action is the phase the
+ * step moves the AppWrapper to (Resetting, Failed; the phase it stays in
+ * when it stays). */
 static void emit_events(op *o)
 {
+	const char *action = sf_aw_phase_name(o->plan.to);
+	if (!action[0])
+		action = "Reconcile"; /* (no step plans an event and stays in Empty) */
 	for (size_t i = 0; i < o->plan.nevents; i++) {
 		const sf_awp_event *e = &o->plan.events[i];
 		sf_events_emit(o->c->events, o->aw, SF_AW_API_VERSION, SF_AW_KIND,
-		               e->warning ? "Warning" : "Normal", e->reason, e->message);
+		               e->warning ? "Warning" : "Normal", e->reason, action, e->message);
 	}
 }
 
@@ -2220,7 +2226,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    .process = process,
 	    .ud = c,
 	};
-	sf_events_opts eo = {.component = "appwrapper-controller",
+	sf_events_opts eo = {.controller = SF_AW_EVENT_CONTROLLER,
 	                     .instance = opts ? opts->identity : NULL};
 	if ((rc = sf_strmap_new_keyed(mem_key, 64, &c->mem)) < 0 ||
 	    (rc = sf_strmap_new(0, 8, &c->phase_counts)) < 0 ||

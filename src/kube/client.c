@@ -28,6 +28,7 @@ const sf_gvr SF_GVR_NAMESPACES = {"", "v1", "namespaces", 0};
 const sf_gvr SF_GVR_CONFIGMAPS = {"", "v1", "configmaps", 1};
 const sf_gvr SF_GVR_PODS = {"", "v1", "pods", 1};
 const sf_gvr SF_GVR_EVENTS = {"", "v1", "events", 1};
+const sf_gvr SF_GVR_EVENTS_K8S_IO = {"events.k8s.io", "v1", "events", 1};
 const sf_gvr SF_GVR_LEASES = {"coordination.k8s.io", "v1", "leases", 1};
 const sf_gvr SF_GVR_JOBS = {"batch", "v1", "jobs", 1};
 const sf_gvr SF_GVR_CRDS = {"apiextensions.k8s.io", "v1", "customresourcedefinitions", 0};

@@ -24,6 +24,8 @@
  *     foreign object of that name fails with a message naming the owner;
  *   - an unknown kind and a malformed template fail clearly at creation
  *     while the controller keeps serving the others;
+ *   - Events are events.k8s.io/v1 ones (reporter, action, regarding,
+ *     eventTime), and a repeat is a series on one Event;
  *   - incident B: a pod that always fails is re-created after a pause that
  *     doubles, across a leader failover, and ends in Failed with its exit
  *     code on the AppWrapper and in an event; changes by others to a live
@@ -869,6 +871,161 @@ Test(appwrapper, failing_pod_backoff_doubles_across_failover_then_fails, .timeou
 	tl_aw_events agg = {.aw = "crashloop", .needle = "exited with code 1"};
 	cr_assert_eq(tl_run_until_fn(&K.loop, ev_aggregated, &agg, 10000), 0,
 	             "no Event counts a repeated failure (largest count %ld)", agg.count);
+}
+
+/* The Event about AppWrapper aw with this reason and action, from a live
+ * list of events.k8s.io/v1 Events (not the cache): a copy of it, or NULL.
+ * Fails the test when more than one matches. */
+static sf_obj *event_v1(const char *aw, const char *reason, const char *action)
+{
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = &TL_GVR_EVENTS, .ns = NS};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "list events.k8s.io/v1 Events: %ld %s", r.http_status,
+	             r.message);
+	sf_jv items = sf_jv_get(sf_obj_root(r.obj), "items");
+	sf_obj *found = NULL;
+	for (size_t i = 0; i < sf_jv_len(items); i++) {
+		sf_jv e = sf_jv_at(items, i);
+		if (!sf_jv_streq(sf_jv_path(e, "regarding.name"), aw) ||
+		    !sf_jv_streq(sf_jv_get(e, "reason"), reason) ||
+		    !sf_jv_streq(sf_jv_get(e, "action"), action))
+			continue;
+		cr_assert_null(found, "two Events about %s with reason %s, action %s: %s", aw,
+		               reason, action, r.obj->json);
+		char err[128] = "";
+		found = sf_obj_parse(e.p, e.n, err, sizeof(err));
+		cr_assert(found, "%s", err);
+	}
+	tl_res_clear(&r);
+	return found;
+}
+
+/* Prints the events.k8s.io/v1 Events about AppWrapper aw (live list). */
+static void dump_events_v1(const char *aw)
+{
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = &TL_GVR_EVENTS, .ns = NS};
+	tl_do(&K, &q, &r);
+	sf_jv items = sf_jv_get(sf_obj_root(r.obj), "items");
+	for (size_t i = 0; i < sf_jv_len(items); i++) {
+		sf_jv e = sf_jv_at(items, i);
+		if (sf_jv_streq(sf_jv_path(e, "regarding.name"), aw))
+			fprintf(stderr, "Event about %s: %.*s\n", aw, (int)e.n, e.p);
+	}
+	tl_res_clear(&r);
+}
+
+typedef struct series_find {
+	const char *aw, *reason, *action;
+	long count; /* the cached Event's series.count, 0 if none */
+} series_find;
+
+static int series_visit(void *ud, sf_obj *o)
+{
+	series_find *f = ud;
+	sf_jv e = sf_obj_root(o);
+	int64_t c = 0;
+	if (sf_jv_streq(sf_jv_path(e, "regarding.name"), f->aw) &&
+	    sf_jv_streq(sf_jv_get(e, "reason"), f->reason) &&
+	    sf_jv_streq(sf_jv_get(e, "action"), f->action) &&
+	    sf_jv_int64(sf_jv_path(e, "series.count"), &c) == 0 && c > f->count)
+		f->count = (long)c;
+	return 0;
+}
+
+/* In the watch's cache: an Event with that reason and action whose series
+ * counts 2 or more. */
+static int series_of_two(void *ud)
+{
+	series_find *f = ud;
+	f->count = 0;
+	sf_store_each(sf_informer_store(W.events), series_visit, f);
+	return f->count >= 2;
+}
+
+/* Events go through events.k8s.io/v1, as client-go's events recorder
+ * writes them (upstream and Kueue): the AppWrapper as `regarding`,
+ * reportingController "appwrappers" (upstream's recorder name), the
+ * replica's identity as reportingInstance, an action (the phase the step
+ * moves to), eventTime; and a repeat is a series on the one Event
+ * (series.count 2 at the second occurrence, as client-go), not a second
+ * Event. Core/v1 shows the same object. Three failures with retryLimit 2:
+ * two resets with the same note (one Event, a series of 2), then the
+ * failure (another Event: another action). */
+Test(appwrapper, events_are_events_k8s_io_v1_and_a_repeat_is_a_series)
+{
+	controller("solo");
+	create_pod_aw("series",
+	              "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"2\","
+	              "\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\","
+	              "\"" SF_AW_ANNOT_PREFIX "retryPausePeriodDuration\":\"0s\"",
+	              "series-pod", NULL);
+	tl_aw_wait_phase(&W, "series", "Suspended", 20000);
+	tl_aw_admit(&W, "series", NULL);
+	crashloop cl = {.pod = "series-pod"};
+	while (cl.n < 3) {
+		if (tl_run_until_fn(&K.loop, crashloop_step, &cl, 60000) != 0) {
+			tl_aw_dump(&W, "series");
+			cr_assert_fail("no new incarnation within 60 s (had %d)", cl.n);
+		}
+		tl_aw_kubelet(&W, cl.pod, "Failed", 7, "out of cheese");
+	}
+	tl_aw_wait_phase(&W, "series", "Failed", 30000);
+	series_find sf = {"series", "Unhealthy", "Resetting", 0};
+	if (tl_run_until_fn(&K.loop, series_of_two, &sf, 15000) != 0) {
+		dump_events_v1("series");
+		cr_assert_fail("no events.k8s.io/v1 Event with reason Unhealthy, action Resetting "
+		               "and series.count >= 2 about the AppWrapper (its Events above)");
+	}
+	sf_obj *aw = tl_aw_cached(&W, "series");
+	sf_obj *e = event_v1("series", "Unhealthy", "Resetting");
+	sf_jv ev = sf_obj_root(e);
+	char note[1100] = "";
+	int64_t count = 0;
+	sf_jv_str(sf_jv_get(ev, "note"), note, sizeof(note));
+	cr_assert(strstr(note, "pod series-pod container main exited with code 7"), "%s", e->json);
+	cr_assert(sf_jv_streq(sf_jv_get(ev, "type"), "Warning"), "%s", e->json);
+	cr_assert(sf_jv_streq(sf_jv_get(ev, "reportingController"), "appwrappers"), "%s", e->json);
+	cr_assert(sf_jv_streq(sf_jv_get(ev, "reportingInstance"), "solo"), "%s", e->json);
+	cr_assert(sf_jv_streq(sf_jv_path(ev, "regarding.apiVersion"), SF_AW_API_VERSION), "%s",
+	          e->json);
+	cr_assert(sf_jv_streq(sf_jv_path(ev, "regarding.kind"), SF_AW_KIND), "%s", e->json);
+	cr_assert(sf_jv_streq(sf_jv_path(ev, "regarding.namespace"), NS), "%s", e->json);
+	cr_assert(sf_jv_streq(sf_jv_path(ev, "regarding.uid"), aw->uid), "%s", e->json);
+	cr_assert(sf_jv_ok(sf_jv_get(ev, "eventTime")), "no eventTime: %s", e->json);
+	cr_assert_eq(sf_jv_int64(sf_jv_path(ev, "series.count"), &count), 0, "%s", e->json);
+	cr_assert_eq(count, 2, "two resets, series.count %lld: %s", (long long)count, e->json);
+	cr_assert(sf_jv_ok(sf_jv_path(ev, "series.lastObservedTime")), "%s", e->json);
+	/* nothing of the core/v1 writer's (the server shows an empty
+	 * deprecatedSource and null timestamps) */
+	cr_assert(!sf_jv_ok(sf_jv_get(ev, "deprecatedCount")), "%s", e->json);
+	cr_assert(!sf_jv_ok(sf_jv_path(ev, "deprecatedSource.component")), "%s", e->json);
+	cr_assert(!sf_jv_ok(sf_jv_get(ev, "deprecatedLastTimestamp")) ||
+	              sf_jv_type(sf_jv_get(ev, "deprecatedLastTimestamp")) == SF_JSON_NULL,
+	          "%s", e->json);
+	/* the core/v1 view of the same object: message, reporter and series;
+	 * its `count` is the deprecated one, unset (kubectl shows the series') */
+	tl_res r = {0};
+	sf_kube_req q = {.method = "GET", .gvr = &SF_GVR_EVENTS, .ns = NS, .name = e->name};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "core/v1 GET of %s: %ld", e->name, r.http_status);
+	sf_jv cv = sf_obj_root(r.obj);
+	cr_assert(sf_jv_streq(sf_jv_path(cv, "involvedObject.name"), "series"), "%s", r.obj->json);
+	cr_assert(sf_jv_streq(sf_jv_get(cv, "message"), note), "%s", r.obj->json);
+	cr_assert(sf_jv_streq(sf_jv_get(cv, "reportingComponent"), "appwrappers"), "%s",
+	          r.obj->json);
+	count = 0;
+	sf_jv_int64(sf_jv_path(cv, "series.count"), &count);
+	cr_assert_eq(count, 2, "%s", r.obj->json);
+	cr_assert(!sf_jv_ok(sf_jv_get(cv, "count")), "%s", r.obj->json);
+	tl_res_clear(&r);
+	sf_obj_unref(e);
+	/* the failure: the same note, another action, so another Event */
+	e = event_v1("series", "Unhealthy", "Failed");
+	cr_assert(e, "no Event with action Failed");
+	cr_assert(!sf_jv_ok(sf_jv_get(sf_obj_root(e), "series")), "%s", e->json);
+	sf_obj_unref(e);
 }
 
 /* Someone else (a webhook, the API server's defaults) changes the live

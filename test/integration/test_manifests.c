@@ -24,10 +24,12 @@
  *     manifest's Namespace), the controller runs with a token minted for
  *     that ServiceAccount (TokenRequest) and carries a Job AppWrapper from
  *     Suspended to Succeeded and through deletion, and a failing Pod one
- *     to Failed with its Warning event; the audit log shows no request of
- *     it refused; the Deployment's pod passes the namespace's restricted
- *     Pod Security level; and the same token is refused what the RBAC does
- *     not grant (another Lease, secrets, writing nodes, deleting its own Lease).
+ *     through two resets to Failed with its Warning Events (created and
+ *     patched through events.k8s.io); the audit log shows no request of
+ *     it refused and no core/v1 Event write; the Deployment's pod passes
+ *     the namespace's restricted Pod Security level; and the same token is
+ *     refused what the RBAC does not grant (another Lease, secrets,
+ *     writing nodes, deleting its own Lease, core/v1 Events).
  *     Kueue's admission and pod status are played there: the subject is
  *     the RBAC of each request the controller sends, the same whoever
  *     admits (suite kueue runs the real Kueue and kwok nodes).
@@ -722,6 +724,13 @@ Test(manifests, deployment_agrees_with_config_services_and_rbac)
 	verbs_for(sf_jv_get(root_of(cr), "rules"), "authorization.k8s.io", "subjectaccessreviews",
 	          "", verbs_tr, sizeof(verbs_tr));
 	cr_assert(has_verb(verbs_tr, "create"), "no create on subjectaccessreviews: %s", verbs_tr);
+	/* Events: events.k8s.io/v1 create and patch (series), exactly; no
+	 * core/v1 events (the controller never writes them) */
+	verbs_for(sf_jv_get(root_of(cr), "rules"), "events.k8s.io", "events", "", verbs_tr,
+	          sizeof(verbs_tr));
+	cr_assert_str_eq(verbs_tr, " create  patch ", "events.k8s.io events: %s", verbs_tr);
+	verbs_for(sf_jv_get(root_of(cr), "rules"), "", "events", "", verbs_tr, sizeof(verbs_tr));
+	cr_assert_str_empty(verbs_tr, "core events: %s", verbs_tr);
 	sf_jv rr = sf_jv_get(root_of(reader), "rules");
 	cr_assert_eq(sf_jv_len(rr), 1, "%s", reader->json);
 	sf_jv r0 = sf_jv_at(rr, 0);
@@ -1081,6 +1090,31 @@ static long file_size(const char *path)
 	return stat(path, &st) == 0 ? (long)st.st_size : 0;
 }
 
+/* The next incarnation of pod rbac-pod (a UID not seen before, not
+ * terminating) in the watch's cache. */
+typedef struct incarnation {
+	char uid[64];
+} incarnation;
+
+static int new_incarnation(void *ud)
+{
+	incarnation *in = ud;
+	sf_obj *p = sf_store_get_ns(sf_informer_store(W.pods), AWNS, "rbac-pod");
+	if (!p || sf_jv_ok(sf_jv_path(sf_obj_root(p), "metadata.deletionTimestamp")) ||
+	    strcmp(p->uid, in->uid) == 0)
+		return 0;
+	snprintf(in->uid, sizeof(in->uid), "%s", p->uid);
+	return 1;
+}
+
+/* An Event whose series counts a repeat (2 or more). */
+static int ev_series(void *ud)
+{
+	tl_aw_events *e = ud;
+	tl_aw_events_scan(&W, e);
+	return e->count >= 2;
+}
+
 static const char *JOB_AW =
     "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
     "\"name\":\"rbac-job\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}},\"spec\":{\"suspend\":false,\"components\":[{\"template\":{"
@@ -1090,8 +1124,10 @@ static const char *JOB_AW =
 
 static const char *POD_AW =
     "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
-    "\"name\":\"rbac-pod\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"},\"annotations\":{\"" SF_AW_ANNOT_PREFIX "retryLimit\":"
-    "\"0\",\"" SF_AW_ANNOT_PREFIX "failureGracePeriodDuration\":\"0s\"}},\"spec\":{"
+    "\"name\":\"rbac-pod\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"},"
+    "\"annotations\":{\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"2\",\"" SF_AW_ANNOT_PREFIX
+    "failureGracePeriodDuration\":\"0s\",\"" SF_AW_ANNOT_PREFIX
+    "retryPausePeriodDuration\":\"0s\"}},\"spec\":{"
     "\"suspend\":false,\"components\":[{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
     "\"metadata\":{\"name\":\"rbac-pod\"},\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{"
     "\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}";
@@ -1314,15 +1350,27 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	tl_aw_wait_all_gone(&W, "rbac-job", 30000);
 	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_JOBS, "rbac-job", NULL, NULL), 404);
 
-	/* a Pod AppWrapper that fails: its Warning event, its pod deleted */
+	/* a Pod AppWrapper whose pod fails three times (retryLimit 2): its
+	 * Warning Events (events.k8s.io: created, then the two resets' series
+	 * patched), then Failed and its pod deleted */
 	tl_aw_create(&W, POD_AW);
 	tl_aw_wait_phase(&W, "rbac-pod", "Suspended", 20000);
 	tl_aw_admit(&W, "rbac-pod", NULL);
 	tl_aw_wait_phase(&W, "rbac-pod", "Running", 20000);
-	tl_aw_kubelet(&W, "rbac-pod", "Failed", 3, NULL);
+	incarnation inc = {""};
+	for (int k = 1; k <= 3; k++) {
+		if (tl_run_until_fn(&K.loop, new_incarnation, &inc, 30000) != 0) {
+			tl_aw_dump(&W, "rbac-pod");
+			cr_assert_fail("incarnation %d of rbac-pod did not appear within 30 s", k);
+		}
+		tl_aw_kubelet(&W, "rbac-pod", "Failed", 3, NULL);
+	}
 	tl_aw_wait_phase(&W, "rbac-pod", "Failed", 20000);
 	tl_aw_events ev = tl_aw_wait_event(&W, "rbac-pod", "exited with code 3", 10000);
 	cr_assert(ev.warning);
+	tl_aw_events agg = {.aw = "rbac-pod", .needle = "exited with code 3"};
+	cr_assert_eq(tl_run_until_fn(&K.loop, ev_series, &agg, 10000), 0,
+	             "no Event counts the repeated reset (largest series.count %ld)", agg.count);
 	tl_aw_wait_all_gone(&W, "rbac-pod", 30000);
 
 	/* SIGTERM, as the kubelet sends it: the leader releases the Lease (an
@@ -1358,12 +1406,18 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                                   "delete /pods ok",
 	                                   "get /configmaps ok",
 	                                   "patch /configmaps ok",
+	                                   "create events.k8s.io/events ok",
+	                                   "patch events.k8s.io/events ok",
 	                                   NULL};
 	for (size_t i = 0; used[i]; i++)
 		cr_assert(audit_has(&as, used[i]), "the test did not exercise \"%s\"", used[i]);
 	/* the Job's success was confirmed by a live read of the Job (its
 	 * Complete condition: docs/failure-semantics.md, Evidence by step) */
 	cr_assert(audit_has(&as, "get batch/jobs ok"), "Succeeded without a live read of the Job");
+	/* Events go through events.k8s.io only (the ClusterRole has no core
+	 * events rule) */
+	cr_assert(!audit_has(&as, "create /events ok") && !audit_has(&as, "patch /events ok"),
+	          "a core/v1 Event write");
 	/* it deleted what its cache held and learnt from the cache that the
 	 * objects were gone: no live read of a Pod (it would answer 404) */
 	cr_assert(!audit_has(&as, "get /pods ok"), "a GET of a Pod during deletion");
@@ -1449,6 +1503,19 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	                   .body = awput,
 	                   .body_len = strlen(awput)};
 	cr_assert_eq(sa_status(&q10), 403, "updating (PUT) an AppWrapper");
+	static const char coreev[] =
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"x.1\"},"
+	    "\"involvedObject\":{\"kind\":\"AppWrapper\",\"namespace\":\"%s\",\"name\":"
+	    "\"rbac-pod\"},\"reason\":\"R\",\"message\":\"m\",\"type\":\"Normal\"}";
+	char cev[512];
+	snprintf(cev, sizeof(cev), coreev, AWNS);
+	sf_kube_req q11 = {.method = "POST",
+	                   .gvr = &SF_GVR_EVENTS,
+	                   .ns = AWNS,
+	                   .query = "dryRun=All",
+	                   .body = cev,
+	                   .body_len = strlen(cev)};
+	cr_assert_eq(sa_status(&q11), 403, "creating a core/v1 Event");
 	/* the other Lease is still there */
 	tl_do(&K, &q2, &r);
 	cr_assert_eq(r.http_status, 200);

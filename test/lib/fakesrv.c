@@ -26,6 +26,7 @@ struct fakesrv {
 	int next;
 	int port;
 	char *reqs[MAX_REQ];
+	char *bodies[MAX_REQ];
 	int nreq;
 	conn *conns;
 	int open;
@@ -35,8 +36,10 @@ struct fakesrv {
 static void maybe_free(fakesrv *s)
 {
 	if (s->stopping && s->open == 0) {
-		for (int i = 0; i < s->nreq; i++)
+		for (int i = 0; i < s->nreq; i++) {
 			free(s->reqs[i]);
+			free(s->bodies[i]);
+		}
 		free(s);
 	}
 }
@@ -101,8 +104,10 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 	if (c->len < (size_t)(end + 4 - c->buf) + body)
 		return;
 	c->answered = 1;
-	if (s->nreq < MAX_REQ)
-		s->reqs[s->nreq++] = strndup(c->buf, (size_t)(end - c->buf));
+	if (s->nreq < MAX_REQ) {
+		s->reqs[s->nreq] = strndup(c->buf, (size_t)(end - c->buf));
+		s->bodies[s->nreq++] = strndup(end + 4, body);
+	}
 	if (s->next >= s->n) {
 		conn_close(c);
 		return;
@@ -172,6 +177,11 @@ int fakesrv_requests(const fakesrv *s)
 const char *fakesrv_request(const fakesrv *s, int i)
 {
 	return i >= 0 && i < s->nreq ? s->reqs[i] : NULL;
+}
+
+const char *fakesrv_body(const fakesrv *s, int i)
+{
+	return i >= 0 && i < s->nreq ? s->bodies[i] : NULL;
 }
 
 static void listener_closed(uv_handle_t *h)

@@ -24,6 +24,8 @@ int fakesrv_port(const fakesrv *s);
 int fakesrv_requests(const fakesrv *s);
 /* The request line and headers of request i (0-based), or NULL. */
 const char *fakesrv_request(const fakesrv *s, int i);
+/* The body of request i ("" when it had none), or NULL. */
+const char *fakesrv_body(const fakesrv *s, int i);
 /* Closes listener and connections; memory is freed from close callbacks. */
 void fakesrv_stop(fakesrv *s);
 

@@ -530,6 +530,8 @@ int tl_aw_json_equal(sf_jv a, sf_jv b, char *where, size_t n)
 
 /* ---- a namespace of AppWrappers under watch ---- */
 
+const sf_gvr TL_GVR_EVENTS = {"events.k8s.io", "v1", "events", 1};
+
 static sf_informer *watch_one(tl_aw_watch *w, const sf_gvr *gvr)
 {
 	sf_informer *inf = NULL;
@@ -554,7 +556,7 @@ void tl_aw_watch_start(tl_aw_watch *w, tl_kube *k, const char *ns)
 	w->aws = watch_one(w, &SF_GVR_APPWRAPPERS);
 	w->pods = watch_one(w, &SF_GVR_PODS);
 	w->jobs = watch_one(w, &SF_GVR_JOBS);
-	w->events = watch_one(w, &SF_GVR_EVENTS);
+	w->events = watch_one(w, &TL_GVR_EVENTS);
 	cr_assert_eq(tl_run_until_fn(&k->loop, all_synced, w, 10000), 0,
 	             "informers on %s did not sync within 10 s", ns);
 }
@@ -804,16 +806,17 @@ static int events_visit(void *ud, sf_obj *o)
 {
 	tl_aw_events *e = ud;
 	sf_jv ev = sf_obj_root(o);
-	char msg[1100] = "";
-	if (!sf_jv_streq(sf_jv_path(ev, "involvedObject.kind"), SF_AW_KIND) ||
-	    !sf_jv_streq(sf_jv_path(ev, "involvedObject.name"), e->aw))
+	char note[1100] = "";
+	if (!sf_jv_streq(sf_jv_path(ev, "regarding.kind"), SF_AW_KIND) ||
+	    !sf_jv_streq(sf_jv_path(ev, "regarding.name"), e->aw))
 		return 0;
-	sf_jv_str(sf_jv_get(ev, "message"), msg, sizeof(msg));
-	if (strstr(msg, e->needle)) {
-		int64_t c = 0;
+	sf_jv_str(sf_jv_get(ev, "note"), note, sizeof(note));
+	if (strstr(note, e->needle)) {
+		int64_t c = 1;
 		e->found++;
 		e->warning = sf_jv_streq(sf_jv_get(ev, "type"), "Warning");
-		sf_jv_int64(sf_jv_get(ev, "count"), &c);
+		if (sf_jv_ok(sf_jv_get(ev, "series")))
+			sf_jv_int64(sf_jv_path(ev, "series.count"), &c);
 		if ((long)c > e->count)
 			e->count = (long)c;
 	}

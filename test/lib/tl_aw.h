@@ -6,8 +6,9 @@
  * (file or inline text, converted with sf_yaml like kubectl does) and
  * records what was sent and what the server answered, and compares JSON
  * values structurally. For tests that run the controller, it watches a
- * namespace's AppWrappers, pods, Jobs and Events with our own informer,
- * waits for phases, conditions, pods and Events (with deadlines, never
+ * namespace's AppWrappers, pods, Jobs and Events (events.k8s.io/v1, the
+ * API the controller records them through) with our own informer, waits
+ * for phases, conditions, pods and Events (with deadlines, never
  * fixed sleeps), and plays Kueue (admission) and the kubelet (pod status).
  * Failures of the helpers themselves (a file that cannot be read, a
  * request that never finishes, a state not reached in time) fail the
@@ -101,8 +102,14 @@ int tl_aw_condition(sf_jv conditions, const char *type, char *status, size_t n);
 
 /* ---- a namespace of AppWrappers under watch ---- */
 
-/* A namespace's AppWrappers, pods, Jobs and Events, each cached by an
- * informer on k's loop; the helpers below read these caches. A zeroed one
+/* events.k8s.io/v1 Events (SF_GVR_EVENTS is the core/v1 view of the same
+ * objects). The tests name it themselves rather than borrow the
+ * controller's constant. */
+extern const sf_gvr TL_GVR_EVENTS;
+
+/* A namespace's AppWrappers, pods, Jobs and Events (TL_GVR_EVENTS), each
+ * cached by an informer on k's loop; the helpers below read these caches.
+ * A zeroed one
  * that was never started may be passed to tl_aw_watch_stop. */
 typedef struct tl_aw_watch {
 	tl_kube *k;
@@ -193,13 +200,15 @@ void tl_aw_kubelet(tl_aw_watch *w, const char *pod, const char *phase, int exit_
 long tl_aw_kubelet_try(tl_aw_watch *w, const char *pod, const char *phase, int exit_code,
                        const char *message);
 
-/* What tl_aw_events_scan found: the cached Events about AppWrapper aw whose
- * message contains needle. */
+/* What tl_aw_events_scan found: the cached Events (events.k8s.io/v1) whose
+ * regarding is AppWrapper aw and whose note contains needle. */
 typedef struct tl_aw_events {
 	const char *aw, *needle; /* set by the caller */
 	int found;               /* how many */
 	int warning;             /* the last one visited is of type Warning */
-	long count;              /* the largest `count` among them (a series) */
+	/* the largest series.count among them (an Event without a series
+	 * counts 1: it happened once) */
+	long count;
 } tl_aw_events;
 
 /* Scans w's cached Events for e->aw and e->needle into e; returns e->found. */
