@@ -8,7 +8,6 @@
  * sequence of deltas.
  */
 #include <criterion/criterion.h>
-#include <malloc.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "steadfast/awapi.h"
 #include "steadfast/cache.h"
 #include "steadfast/json.h"
+#include "tl_heap.h"
 
 /* ---- helpers ---- */
 
@@ -1688,7 +1688,7 @@ Test(reflector, watch_list_errors_other_than_a_refusal_are_retried)
  * objects were built and stored only by chunk headers and rounding. */
 Test(store, cache_gauges_match_the_heap)
 {
-	struct mallinfo2 m0 = mallinfo2();
+	size_t m0 = tl_heap_in_use();
 	sf_store *s = new_store(NULL);
 	cr_assert_eq(sf_store_add_label_index(s, SF_AW_LABEL), 0);
 	cr_assert_eq(sf_store_add_controller_index(s), 0);
@@ -1698,8 +1698,7 @@ Test(store, cache_gauges_match_the_heap)
 	data[300] = '\0';
 	for (int i = 0; i < N; i++)
 		put(s, mk_numbered("pod", i, i, data));
-	struct mallinfo2 m1 = mallinfo2();
-	size_t heap = (m1.uordblks + m1.hblkhd) - (m0.uordblks + m0.hblkhd);
+	size_t heap = tl_heap_in_use() - m0;
 	size_t acct = sf_store_bytes(s);
 	cr_assert_leq(acct, heap, "accounted %zu > the heap's growth %zu", acct, heap);
 	cr_assert_geq(acct, heap * 3 / 4, "accounted %zu misses much of the heap's growth %zu",
@@ -1729,8 +1728,7 @@ Test(store, cache_gauges_match_the_heap)
 	 * still counts as in use what the allocator keeps of the freed
 	 * objects for reuse (its per-thread cache: a few tens of KiB) */
 	cr_assert_eq(sf_store_replace(s, NULL, 0), N);
-	struct mallinfo2 m2 = mallinfo2();
-	size_t left = (m2.uordblks + m2.hblkhd) - (m0.uordblks + m0.hblkhd);
+	size_t left = tl_heap_in_use() - m0;
 	cr_assert_lt(left, heap / 5, "%zu of %zu bytes still in use after emptying", left, heap);
 	cr_assert_leq(sf_store_bytes(s), left, "accounted %zu > %zu in use", sf_store_bytes(s),
 	              left);

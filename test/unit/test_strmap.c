@@ -5,13 +5,13 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "steadfast/strmap.h"
+#include "tl_heap.h"
 
 #define MANY 100000
 
@@ -309,10 +309,9 @@ Test(strmap, free_values)
 
 /* The heap grew by at most per_key bytes a key since m0 for m's n keys,
  * and sf_strmap_table_bytes says what it grew by. */
-static void table_costs(const sf_strmap *m, const struct mallinfo2 *m0, size_t n, size_t per_key)
+static void table_costs(const sf_strmap *m, size_t m0, size_t n, size_t per_key)
 {
-	struct mallinfo2 m1 = mallinfo2();
-	size_t heap = (m1.uordblks + m1.hblkhd) - (m0->uordblks + m0->hblkhd);
+	size_t heap = tl_heap_in_use() - m0;
 	cr_assert_leq(heap, n * per_key, "%zu bytes for %zu keys (%.1f a key)", heap, n,
 	              (double)heap / (double)n);
 	size_t acct = sf_strmap_table_bytes(m);
@@ -331,11 +330,11 @@ Test(strmap, a_slot_is_sixteen_bytes_and_a_tag)
 	static char keys[N][32];
 	for (size_t i = 0; i < N; i++)
 		key_of(keys[i], sizeof(keys[i]), i);
-	struct mallinfo2 m0 = mallinfo2();
+	size_t m0 = tl_heap_in_use();
 	sf_strmap *m = new_map(SF_STRMAP_BORROW_KEYS, 0);
 	for (size_t i = 0; i < N; i++)
 		cr_assert_eq(sf_strmap_put(m, keys[i], keys[i], NULL), 1);
-	table_costs(m, &m0, N, 36);
+	table_costs(m, m0, N, 36);
 	for (size_t i = 0; i < N; i++)
 		cr_assert_eq(sf_strmap_get(m, keys[i]), keys[i]);
 	sf_strmap_free(m, NULL);
@@ -430,10 +429,10 @@ Test(strmap, a_keyed_slot_is_eight_bytes_and_a_tag)
 	static rec r[N];
 	for (size_t i = 0; i < N; i++)
 		key_of(r[i].key, sizeof(r[i].key), i);
-	struct mallinfo2 m0 = mallinfo2();
+	size_t m0 = tl_heap_in_use();
 	sf_strmap *m = new_keyed(0);
 	for (size_t i = 0; i < N; i++)
 		cr_assert_eq(sf_strmap_put(m, r[i].key, &r[i], NULL), 1);
-	table_costs(m, &m0, N, 20);
+	table_costs(m, m0, N, 20);
 	sf_strmap_free(m, NULL);
 }
