@@ -1089,7 +1089,7 @@ static void create_done(req *r, const sf_kube_result *res)
 
 /* -- finding a component with a generated name (live LIST) -- */
 
-static int found_item(void *ud, sf_obj *obj)
+static int found_add(void *ud, const sf_obj *obj)
 {
 	req *r = ud;
 	found_list *f = r->fl;
@@ -1111,6 +1111,14 @@ static int found_item(void *ud, sf_obj *obj)
 	pr->deleting = sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp"));
 	f->n++;
 	return 0;
+}
+
+/* One item of the live LIST (owned: released here). */
+static int found_item(void *ud, sf_obj *obj)
+{
+	int rc = found_add(ud, obj);
+	sf_obj_unref(obj);
+	return rc;
 }
 
 /* A live LIST of component i's kind by the AppWrapper's label; done reads
@@ -1510,7 +1518,7 @@ static void start_delete(op *o, size_t i, int force)
 
 /* -- live pod list (evidence for resets, success and the end of a deletion) -- */
 
-static int pod_list_item(void *ud, sf_obj *pod)
+static int pod_list_add(void *ud, const sf_obj *pod)
 {
 	req *r = ud;
 	live_pods *l = r->pl;
@@ -1529,6 +1537,14 @@ static int pod_list_item(void *ud, sf_obj *pod)
 	snprintf(pr->uid, sizeof(pr->uid), "%s", pod->uid);
 	l->n++;
 	return 0;
+}
+
+/* One pod of the live LIST (owned: released here). */
+static int pod_list_item(void *ud, sf_obj *pod)
+{
+	int rc = pod_list_add(ud, pod);
+	sf_obj_unref(pod);
+	return rc;
 }
 
 static void pod_list_done(req *r, const sf_kube_result *res)

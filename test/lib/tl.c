@@ -273,6 +273,7 @@ static void lines_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 			}
 		sf_buf_consume(&l->partial, start);
 	} else if (nread < 0) {
+		l->eof = 1;
 		uv_read_stop(s);
 	}
 	free(b->base);

@@ -119,6 +119,7 @@ typedef struct tl_lines {
 	size_t n, cap;
 	sf_buf partial; /* the incomplete last line */
 	int open;       /* 1 until the loop has closed the pipe */
+	int eof;        /* 1 once the writer's end closed (or a read failed) */
 } tl_lines;
 
 /* Initialises l and its pipe on loop; tee_fd -1 for none. */

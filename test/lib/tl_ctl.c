@@ -375,8 +375,34 @@ static int all_closed(void *ud)
 	return 1;
 }
 
+/* Every controller exited and its stderr read to the end. */
+static int all_drained(void *ud)
+{
+	(void)ud;
+	for (size_t i = 0; i < nctls; i++)
+		if (!ctls[i]->exited || !ctls[i]->err.eof)
+			return 0;
+	return 1;
+}
+
+/* The sanitizer's reports in controller p's stderr: 0 if none. */
+static size_t sanitizer_reports(const tl_ctl *p)
+{
+	return tl_ctl_count(p, "ERROR: AddressSanitizer", 0) +
+	       tl_ctl_count(p, "ERROR: LeakSanitizer", 0) + tl_ctl_count(p, "runtime error: ", 0);
+}
+
 void tl_ctl_stop_all(uv_loop_t *loop)
 {
+	/* a sanitized build gets a clean exit first, so that the leak check
+	 * at exit runs, and its reports fail the test */
+	const char *san = getenv("STEADFAST_SANITIZED");
+	int sanitized = san && strcmp(san, "1") == 0;
+	if (sanitized) {
+		for (size_t i = 0; i < nctls; i++)
+			tl_ctl_signal(ctls[i], SIGTERM);
+		tl_run_until_fn(loop, all_drained, NULL, 10000);
+	}
 	for (size_t i = 0; i < nctls; i++)
 		tl_ctl_signal(ctls[i], SIGKILL);
 	cr_assert_eq(tl_run_until_fn(loop, all_exited, NULL, 10000), 0,
@@ -386,6 +412,16 @@ void tl_ctl_stop_all(uv_loop_t *loop)
 		tl_lines_close(&ctls[i]->err);
 	}
 	cr_assert_eq(tl_run_until_fn(loop, all_closed, NULL, 5000), 0);
+	size_t reports = 0;
+	const char *which = NULL;
+	for (size_t i = 0; sanitized && i < nctls; i++) {
+		size_t n = sanitizer_reports(ctls[i]);
+		if (n) {
+			tl_ctl_dump(ctls[i], 40);
+			which = ctls[i]->id;
+		}
+		reports += n;
+	}
 	for (size_t i = 0; i < nctls; i++) {
 		tl_ctl *p = ctls[i];
 		tl_lines_free(&p->err);
@@ -394,6 +430,8 @@ void tl_ctl_stop_all(uv_loop_t *loop)
 		ctls[i] = NULL;
 	}
 	nctls = 0;
+	cr_assert_eq(reports, 0, "%zu sanitizer report(s) from the controllers (%s)", reports,
+	             which ? which : "");
 }
 
 void tl_ctl_term_released(uv_loop_t *loop, tl_ctl *p, long timeout_ms)

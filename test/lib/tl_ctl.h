@@ -92,7 +92,10 @@ void tl_ctl_term_released(uv_loop_t *loop, tl_ctl *p, long timeout_ms);
 /* Prints the log file's path and last lines (for a failing test). */
 void tl_ctl_dump(const tl_ctl *p, size_t last);
 /* SIGKILLs every live controller of this test process, waits for exits,
- * closes handles and frees them. */
+ * closes handles and frees them. With STEADFAST_SANITIZED=1 (make asan)
+ * each gets SIGTERM first (up to 10 s to exit, so the leak check at exit
+ * runs), and a sanitizer report in any controller's stderr fails the
+ * test. */
 void tl_ctl_stop_all(uv_loop_t *loop);
 
 #endif
