@@ -42,15 +42,21 @@
  *     give its quota back.
  *
  * One test per sample, so a failure names it; each phase change of the
- * sample is recorded as the watch delivers it.
+ * sample is recorded as the watch delivers it. The server sample is also
+ * preempted by Kueue (a WorkloadPriorityClass label added to its file's
+ * labels): suspended, its Service and Pod deleted, then admitted again
+ * after the preemptor finished and its Pod created under a new generated
+ * name, recorded in place of the first; one Pod live at a time.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "steadfast/awapi.h"
 #include "steadfast/awphase.h"
+#include "steadfast/buf.h"
 #include "steadfast/cache.h"
 #include "steadfast/client.h"
 #include "steadfast/json.h"
@@ -584,6 +590,53 @@ static void run_sample(const char *file)
 	kueue_suite_wait_cq_empty(30000);
 }
 
+/* The text of the sample file of w with `label: value` added to the
+ * AppWrapper's own labels (its first `labels:` at 2 spaces), malloc'd. */
+static char *sample_with_label(const want *w, const char *label, const char *value)
+{
+	FILE *f = fopen(w->file, "r");
+	cr_assert(f, "%s: %s", w->file, strerror(errno));
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	char line[1024];
+	int done = 0;
+	while (fgets(line, sizeof(line), f)) {
+		cr_assert_eq(sf_buf_append(&b, line, strlen(line)), 0);
+		if (!done && strcmp(line, "  labels:\n") == 0) {
+			char add[512];
+			snprintf(add, sizeof(add), "    %s: %s\n", label, value);
+			cr_assert_eq(sf_buf_append(&b, add, strlen(add)), 0);
+			done = 1;
+		}
+	}
+	fclose(f);
+	cr_assert(done, "%s: no labels", w->file);
+	char *out = sf_buf_detach(&b, NULL);
+	cr_assert_not_null(out);
+	return out;
+}
+
+typedef struct renamed {
+	const char *aw;
+	size_t comp;
+	const char * not ;
+	char name[254];
+} renamed;
+
+/* AppWrapper r->aw is Running with component r->comp recorded under
+ * another name than r->not (into r->name). */
+static int running_renamed(void *ud)
+{
+	renamed *r = ud;
+	sf_obj *o = tl_aw_cached(kueue_suite_watch(), r->aw);
+	r->name[0] = 0;
+	if (!o || !sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), "Running"))
+		return 0;
+	sf_jv cs = sf_jv_at(sf_jv_path(sf_obj_root(o), "status.componentStatus"), r->comp);
+	sf_jv_str(sf_jv_get(cs, "name"), r->name, sizeof(r->name));
+	return r->name[0] && strcmp(r->name, r->not ) != 0;
+}
+
 Test(kueue, s_sample_job_generatename)
 {
 	run_sample("job-generatename.yaml");
@@ -607,4 +660,111 @@ Test(kueue, s_sample_pods_generatename)
 Test(kueue, s_sample_service_pod_generatename)
 {
 	run_sample("service-pod-generatename.yaml");
+}
+
+/* The server sample, low priority, on quota for it alone: a high-priority
+ * AppWrapper makes Kueue preempt it; it is suspended and its components
+ * deleted (the generated Pod by its recorded name), then admitted again
+ * once the preemptor is done, its Pod created under a new name that
+ * replaces the first in componentStatus; deleted, it takes that one. */
+Test(kueue, s_sample_service_pod_generatename_preempted_and_readmitted)
+{
+	const char *file = "service-pod-generatename.yaml";
+	tl_kube *k = kueue_suite_kube();
+	tl_aw_watch *W = kueue_suite_watch();
+	const char *ns = kueue_suite_ns();
+	want w;
+	read_sample(file, &w);
+	size_t pod = w.ncomps, svc = w.ncomps;
+	for (size_t c = 0; c < w.ncomps; c++) {
+		if (w.comps[c].gvr == &SF_GVR_PODS && w.comps[c].prefix[0])
+			pod = c;
+		if (w.comps[c].gvr == &GVR_SERVICES)
+			svc = c;
+	}
+	cr_assert(pod < w.ncomps && svc < w.ncomps && w.long_running,
+	          "%s: not a Service and a server Pod of a generated name", file);
+
+	char y[1024], low[96], high[96];
+	snprintf(low, sizeof(low), "%s-low", ns); /* both deleted by the tear-down */
+	snprintf(high, sizeof(high), "%s-high", ns);
+	snprintf(y, sizeof(y),
+	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n"
+	         "  name: %s\nvalue: 10\n---\n"
+	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n"
+	         "  name: %s\nvalue: 1000\n",
+	         low, high);
+	tl_aw_apply_yaml(k, ns, y, NULL, NULL);
+	kueue_suite_queues("", 1, 0, "  preemption: {withinClusterQueue: LowerPriority}");
+	default_queue();
+
+	char *text = sample_with_label(&w, "kueue.x-k8s.io/priority-class", low);
+	tl_aw_apply_yaml(k, ns, text, NULL, NULL);
+	free(text);
+	wait_phase(file, w.aw, "Running", 60000);
+	tl_aw_wait_cond(W, w.aw, "PodsReady", "True", 60000);
+	char first[254] = "", service[254] = "";
+	sf_jv cs = sf_jv_path(sf_obj_root(tl_aw_cached(W, w.aw)), "status.componentStatus");
+	sf_jv_str(sf_jv_get(sf_jv_at(cs, pod), "name"), first, sizeof(first));
+	sf_jv_str(sf_jv_get(sf_jv_at(cs, svc), "name"), service, sizeof(service));
+	cr_assert(strncmp(first, w.comps[pod].prefix, strlen(w.comps[pod].prefix)) == 0, "%s",
+	          first);
+	sf_obj *o = get_component(&w.comps[pod], first);
+	cr_assert_not_null(o, "the first pod %s is not there", first);
+	sf_obj_unref(o);
+
+	snprintf(y, sizeof(y),
+	         "apiVersion: " SF_AW_API_VERSION "\nkind: AppWrapper\nmetadata:\n  name: boss\n"
+	         "  labels: {" SF_AW_QUEUE_LABEL ": default-queue, "
+	         "kueue.x-k8s.io/priority-class: %s}\n"
+	         "spec:\n  components:\n  - template:\n      apiVersion: batch/v1\n"
+	         "      kind: Job\n      metadata: {name: boss}\n      spec:\n"
+	         "        template:\n          spec:\n            restartPolicy: Never\n"
+	         "            containers:\n            - name: main\n"
+	         "              image: busybox:1.36\n"
+	         "              resources: {requests: {cpu: \"1\"}}\n",
+	         high);
+	tl_aw_apply_yaml(k, ns, y, NULL, NULL);
+	kueue_suite_wait_wl_cond(w.aw, "Evicted", "True", 30000);
+	wait_phase(file, w.aw, "Suspended", 60000);
+	tl_aw_wait_all_gone(W, w.aw, 60000);
+	cr_assert_null(get_component(&w.comps[pod], first), "%s: pod %s outlived the suspension",
+	               file, first);
+	cr_assert_null(get_component(&w.comps[svc], service),
+	               "%s: Service %s outlived the suspension", file, service);
+
+	wait_phase("boss", "boss", "Succeeded", 60000);
+	renamed r = {.aw = w.aw, .comp = pod, .not = first};
+	if (tl_run_until_fn(&k->loop, running_renamed, &r, 90000) != 0) {
+		tl_aw_dump(W, w.aw);
+		cr_assert_fail("%s: not Running again with a new pod in 90 s (recorded: %s)", file,
+		               r.name);
+	}
+	tl_aw_wait_cond(W, w.aw, "PodsReady", "True", 60000);
+	cr_assert(strncmp(r.name, w.comps[pod].prefix, strlen(w.comps[pod].prefix)) == 0 &&
+	              strlen(r.name) == strlen(w.comps[pod].prefix) + 5,
+	          "%s: recorded %s", file, r.name);
+	o = get_component(&w.comps[pod], r.name);
+	cr_assert_not_null(o, "%s: the new pod %s is not there", file, r.name);
+	cr_assert(sf_jv_streq(sf_jv_path(sf_obj_root(o), "status.phase"), "Running"), "%s",
+	          o->json);
+	assert_on_kwok_node(o);
+	sf_obj_unref(o);
+	cr_assert_eq(live_count(&SF_GVR_PODS, w.aw), 1, "%s: more than the new pod", file);
+	cr_assert_eq(live_count(&GVR_SERVICES, w.aw), 1, "%s: Services", file);
+	kueue_suite_seen s = kueue_suite_seen_of(w.aw);
+	cr_assert(!s.failed && !s.resetting && !s.missing,
+	          "%s: Failed %d, Resetting %d, MissingComponent %d", file, s.failed, s.resetting,
+	          s.missing);
+
+	long st = tl_aw_req(W, "DELETE", &SF_GVR_APPWRAPPERS, w.aw, NULL, NULL);
+	cr_assert_eq(st, 200, "DELETE %s: %ld", w.aw, st);
+	if (tl_run_until_fn(&k->loop, aw_gone, w.aw, 60000) != 0) {
+		tl_aw_dump(W, w.aw);
+		cr_assert_fail("%s: still there 60 s after its deletion", file);
+	}
+	cr_assert_null(get_component(&w.comps[pod], r.name), "%s: pod %s outlived the AppWrapper",
+	               file, r.name);
+	cr_assert_eq(live_count(&SF_GVR_PODS, w.aw), 0, "%s: pods outlived the AppWrapper", file);
+	kueue_suite_wait_cq_empty(30000);
 }
