@@ -364,6 +364,7 @@ Test(crd, samples_cover_the_upstream_shapes)
 	};
 	size_t nshapes = sizeof(shapes) / sizeof(shapes[0]);
 	int failing_pod = 0, failing_job = 0, podsets = 0, podsetinfos = 0, fault = 0;
+	int generated = 0, job_and_pod = 0;
 	cr_assert_geq(n, 11, "only %zu samples", n);
 	for (size_t i = 0; i < n; i++) {
 		char *json = tl_aw_yaml_json(files[i]);
@@ -384,9 +385,15 @@ Test(crd, samples_cover_the_upstream_shapes)
 			fault = 1;
 		sf_jv comps = sf_jv_path(root, "spec.components");
 		cr_assert_gt(sf_jv_len(comps), 0, "%s: no components", files[i]);
+		int jobs = 0, pods = 0;
 		for (size_t c = 0; c < sf_jv_len(comps); c++) {
 			sf_jv comp = sf_jv_at(comps, c);
 			sf_jv t = sf_jv_get(comp, "template");
+			if (sf_jv_ok(sf_jv_path(t, "metadata.generateName")) &&
+			    !sf_jv_ok(sf_jv_path(t, "metadata.name")))
+				generated++;
+			jobs += sf_jv_streq(sf_jv_get(t, "kind"), "Job");
+			pods += sf_jv_streq(sf_jv_get(t, "kind"), "Pod");
 			if (sf_jv_len(sf_jv_get(comp, "podSets")) > 0)
 				podsets++;
 			if (sf_jv_len(sf_jv_get(comp, "podSetInfos")) > 0)
@@ -410,6 +417,7 @@ Test(crd, samples_cover_the_upstream_shapes)
 					failing_job = 1;
 			}
 		}
+		job_and_pod |= jobs > 0 && pods > 0;
 		free(json);
 	}
 	for (size_t s = 0; s < nshapes; s++)
@@ -420,6 +428,8 @@ Test(crd, samples_cover_the_upstream_shapes)
 	cr_expect_geq(podsets, 2, "declared podSets: %d components", podsets);
 	cr_expect(podsetinfos, "no sample with podSetInfos");
 	cr_expect(fault, "no sample with fault-tolerance annotations");
+	cr_expect_geq(generated, 2, "components named by generateName: %d", generated);
+	cr_expect(job_and_pod, "no sample with a Job and a bare Pod");
 	tl_aw_files_free(files, n);
 }
 

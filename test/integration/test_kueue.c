@@ -30,7 +30,10 @@
  *     leader SIGKILLed mid-way: none suspended again, Failed or
  *     MissingComponent, one Job each (UIDs and audit log), all Succeed;
  *   - every replica down while Kueue admits: a replica started later
- *     undoes nothing (suspend, generation, quota) and runs them.
+ *     undoes nothing (suspend, generation, quota) and runs them;
+ *   - in test_kueue_samples.c, the samples of test/samples of upstream's
+ *     documented shapes (generateName, several kinds, pod sets declared
+ *     and inferred), each run to the end from its file.
  *
  * The watches also record, change by change, what each AppWrapper and its
  * Workload went through (track_aw, track_wl, job_add), so "never" is
@@ -665,6 +668,49 @@ static void create_node_named(const char *name, const char *labels, const char *
 static void create_node(const char *labels, const char *taints, int cpu, int gpu)
 {
 	create_node_named(NODE, labels, taints, cpu, gpu);
+}
+
+/* ---- for the suite's tests in other files (kueue_suite.h) ---- */
+
+tl_aw_watch *kueue_suite_watch(void)
+{
+	return &W;
+}
+
+void kueue_suite_queues(const char *rf_spec, int cpu, int gpu, const char *preemption)
+{
+	queues(rf_spec, cpu, gpu, preemption);
+}
+
+sf_obj *kueue_suite_workload(const char *aw)
+{
+	return workload_of(aw);
+}
+
+void kueue_suite_wait_wl_cond(const char *aw, const char *type, const char *status, long ms)
+{
+	wait_wl_cond(aw, type, status, ms);
+}
+
+void kueue_suite_wait_cq_empty(long ms)
+{
+	wait_cq_empty(ms);
+}
+
+kueue_suite_seen kueue_suite_seen_of(const char *aw)
+{
+	kueue_suite_seen s = {0};
+	track *t = track_of(aw);
+	cr_assert_not_null(t, "more than %d AppWrappers tracked", MAX_TRACK);
+	s.unsuspended = t->unsuspended;
+	s.resuspended = t->resuspended;
+	s.failed = t->failed;
+	s.resetting = t->resetting;
+	s.missing = t->missing;
+	s.wl_admitted = t->wl_admitted;
+	s.wl_lost = t->wl_lost;
+	s.wl_finished = t->wl_finished;
+	return s;
 }
 
 /* ---- tests ---- */
