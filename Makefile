@@ -179,6 +179,14 @@ crash-matrix: $(INTEG_BIN) $(BIN) $(FAULT_BIN) cluster-build
 	@STEADFAST_CRASH_MATRIX=full STEADFAST_BIN=$(BIN) STEADFAST_FAULT_BIN=$(FAULT_BIN) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh crash-matrix \
 		$(INTEG_BIN) --jobs=1 --filter 'crash/*' $(CRITERION_ARGS)
 
+# The same with the real Kueue (test/integration/test_kueue_crash.c, in the
+# kueue suite: its own KUEUE=true control plane); make test runs a slice.
+# Writes $(O)/test-results/crash-matrix-kueue.md.
+.PHONY: crash-matrix-kueue
+crash-matrix-kueue: $(INTEG_BIN) $(BIN) $(FAULT_BIN) cluster-build
+	@STEADFAST_CRASH_MATRIX=full STEADFAST_BIN=$(BIN) STEADFAST_FAULT_BIN=$(FAULT_BIN) RESULTS=$(O)/test-results tools/run-tests.sh crash-matrix-kueue \
+		$(INTEG_BIN) --jobs=1 --filter 'kueue/crash_*' $(CRITERION_ARGS)
+
 test: all
 	@rm -rf $(O)/test-results
 	@$(MAKE) --no-print-directory unit model integration fuzz-regress

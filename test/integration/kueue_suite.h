@@ -15,6 +15,9 @@
 
 tl_kube *kueue_suite_kube(void);
 const char *kueue_suite_ns(void);
+/* The controller's operator config the suite runs it with (Kueue
+ * integrations on, manageJobsWithoutQueueName false). */
+const char *kueue_suite_config(void);
 /* Node `name` is deleted by the tear-down (4 at most). */
 void kueue_suite_delete_node_at_end(const char *name);
 

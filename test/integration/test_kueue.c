@@ -35,6 +35,9 @@
  *     documented shapes (generateName, several kinds, pod sets declared
  *     and inferred), each run to the end from its file.
  *
+ * The suite's crash_* tests (test_kueue_crash.c) crash the leader at
+ * every write of two Kueue lifecycles (tl_crash.h).
+ *
  * The watches also record, change by change, what each AppWrapper and its
  * Workload went through (track_aw, track_wl, job_add), so "never" is
  * checked on every event delivered, not sampled.
@@ -399,6 +402,11 @@ tl_kube *kueue_suite_kube(void)
 const char *kueue_suite_ns(void)
 {
 	return NS;
+}
+
+const char *kueue_suite_config(void)
+{
+	return CFG;
 }
 
 void kueue_suite_delete_node_at_end(const char *name)
