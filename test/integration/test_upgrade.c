@@ -6,7 +6,7 @@
  * up.sh): the steps of docs/operations.md ("Upgrade from the upstream
  * controller", "Rolling back"), exactly.
  *
- * Upgrade (upstream_to_steadfast):
+ * Upgrade (upstream_to_steadfast; "step N" is docs/operations.md's):
  *   1. upstream's CRD (its module's config/crd/bases); upstream runs out of
  *      cluster (test/cluster/upstream-exec.sh) as in a pod of its namespace
  *      SYS: its ConfigMap appwrapper-operator-config with
@@ -17,18 +17,20 @@
  *   2. 20 AppWrappers of one Job each (a pod kwok runs for an hour): 15
  *      Running with a Running pod and PodsReady, 5 Suspended (with Kueue:
  *      the ClusterQueue's quota holds 15; without: spec.suspend true);
- *   3. with webhooks: Steadfast's admission (manifests/admission: the
- *      parameters first, then the policies and bindings), shown in force by
+ *   3. step 1: the operator config, one text for both controllers (written
+ *      with upstream's ConfigMap in 1.); step 2, with webhooks: Steadfast's
+ *      admission (manifests/admission: the parameters, in Steadfast's own
+ *      namespace, first, then the policies and bindings), shown in force by
  *      answers only they give (a dry-run create refused naming each
  *      validating policy, a dry-run create given the finalizer by the
  *      mutating policy), and only then upstream's two webhook
  *      configurations deleted: no moment without either;
- *   4. Steadfast's CRD applied over upstream's;
- *   5. two Steadfast replicas on upstream's Lease (--leader-election-namespace
- *      SYS, --leader-election-id f134c674.codeflare.dev, the config copied
- *      from upstream's ConfigMap): they observe upstream as the leader and
- *      follow;
- *   6. upstream SIGTERMed, as a rolling update stops a pod; the handover
+ *   4. step 3: Steadfast's CRD applied over upstream's;
+ *   5. step 4: two Steadfast replicas on upstream's Lease
+ *      (--leader-election-namespace SYS, the default Lease name
+ *      f134c674.codeflare.dev, --admission-params in their own namespace):
+ *      they observe upstream as the leader and follow;
+ *   6. step 5: upstream SIGTERMed, as a rolling update stops a pod; the handover
  *      (SIGTERM to a replica's "reconciling") is measured;
  *   7. two minutes ($STEADFAST_UPGRADE_OBSERVE_S) during which every change
  *      of every AppWrapper and every Event delivered is checked: no phase
@@ -121,6 +123,8 @@ static tl_kube K;
 static tl_aw_watch W;
 static char NS[64];   /* the AppWrappers' namespace */
 static char SYS[64];  /* upstream's (and the Lease's) namespace */
+static char OWN[64];  /* Steadfast's own (its admission parameters) */
+static char PARAMS[160]; /* --admission-params OWN/steadfast-admission */
 static char WORK[96]; /* scratch: configs, certificates, upstream's TMPDIR */
 static char CFG[160]; /* the operator config file (Steadfast's copy) */
 
@@ -283,6 +287,8 @@ static void setup(void)
 	cr_assert_str_eq(tl_env("STEADFAST_KUEUE"), "true", "%s is not a KUEUE=true cluster", dir);
 	tl_aw_env_open(&K, &W, "upg", NS, sizeof(NS));
 	tl_namespace(&K, "upg-sys", SYS, sizeof(SYS));
+	tl_namespace(&K, "upg-sf", OWN, sizeof(OWN));
+	snprintf(PARAMS, sizeof(PARAMS), "--admission-params=%s/steadfast-admission", OWN);
 	memset(TRACK, 0, sizeof(TRACK));
 	for (int i = 0; i < NAW; i++)
 		snprintf(TRACK[i].aw, sizeof(TRACK[i].aw), "aw-%02d", i);
@@ -339,6 +345,7 @@ static void teardown(void)
 	tl_aw_watch_stop(&W);
 	tl_namespace_delete(&K, NS);
 	tl_namespace_delete(&K, SYS);
+	tl_namespace_delete(&K, OWN);
 	snprintf(name, sizeof(name), "%s-cq", NS);
 	delete_cluster_obj(&GVR_CLUSTERQUEUES, name);
 	snprintf(name, sizeof(name), "%s-rf", NS);
@@ -521,10 +528,15 @@ static tl_ctl *upstream_start(const char *version, const char *id)
 	return tl_ctl_start(&K.loop, &o);
 }
 
-/* A Steadfast replica on upstream's Lease in SYS, watching NS. */
+/* A Steadfast replica on upstream's Lease in SYS, watching NS, keeping the
+ * admission parameters in its own namespace (where the policies read
+ * them), as docs/operations.md says: with the Lease in upstream's
+ * namespace, the default (the Lease namespace) is not where they are. */
 static tl_ctl *steadfast_start(const char *id)
 {
+	const char *extra[] = {PARAMS, NULL};
 	tl_ctl_opts o = {.ns = NS,
+	                 .extra = extra,
 	                 .lease_ns = SYS,
 	                 .lease = LEASE,
 	                 .id = id,
@@ -569,6 +581,33 @@ static int wait_logged(tl_ctl **ctls, int n, const char *a, const char *b, long 
 		               timeout_ms);
 	}
 	return w.found;
+}
+
+/* Replica p logged that it observed a leader other than a Steadfast
+ * replica (identities "sf-...") and not "(none)": upstream. */
+static int follows_upstream(void *ud)
+{
+	tl_ctl *p = ud;
+	for (size_t j = 0; j < tl_ctl_nlines(p); j++) {
+		const char *l = tl_ctl_line(p, j);
+		const char *at = strstr(l, "\"leader\":\"");
+		if (strstr(l, "new leader observed") && at) {
+			at += strlen("\"leader\":\"");
+			if (strncmp(at, "sf-", 3) != 0 && strncmp(at, "(none)", 6) != 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* The holder of the Lease now, into buf. */
+static void lease_holder(char *buf, size_t n)
+{
+	sf_obj *o = tl_kueue_get(&K, &SF_GVR_LEASES, SYS, LEASE);
+	cr_assert_not_null(o, "Lease %s/%s absent", SYS, LEASE);
+	buf[0] = '\0';
+	sf_jv_str(sf_jv_path(sf_obj_root(o), "spec.holderIdentity"), buf, n);
+	sf_obj_unref(o);
 }
 
 /* ---- the workload ---- */
@@ -681,13 +720,65 @@ static void wait_running(int from, int to, long timeout_ms)
 	}
 }
 
-/* The 20: 15 Running, 5 Suspended. */
+static int aw_gone(void *ud)
+{
+	return tl_aw_cached(&W, (const char *)ud) == NULL;
+}
+
+/* A Job of aw-<i> with spec.suspend true while aw-<i> is not suspended:
+ * Kueue suspended it (below). */
+static int job_suspended_under(int i)
+{
+	char job[96];
+	snprintf(job, sizeof(job), "%.63s-job", TRACK[i].aw);
+	sf_obj *j = sf_store_get_ns(sf_informer_store(W.jobs), NS, job);
+	sf_obj *a = tl_aw_cached(&W, TRACK[i].aw);
+	return j && a && sf_jv_type(sf_jv_path(sf_obj_root(j), "spec.suspend")) == SF_JSON_TRUE &&
+	       sf_jv_type(sf_jv_path(sf_obj_root(a), "spec.suspend")) != SF_JSON_TRUE;
+}
+
+/* The 20: 15 Running, 5 Suspended.
+ *
+ * With Kueue, Kueue v0.17.1 suspends a Job whose parent AppWrapper's
+ * Workload it does not (yet) see admitted ("Kueue managed child job
+ * suspended", jobframework shouldSuspendChildJob): upstream creates the
+ * Job the moment Kueue unsuspends the AppWrapper, and now and then Kueue's
+ * own cache has not seen that admission yet. The pod is deleted, the Job
+ * stays suspended, and upstream resets the AppWrapper after its grace
+ * period (InsufficientPodsReady), where the same can happen again. That
+ * is upstream's and Kueue's, before any handover; the set-up deletes such
+ * an AppWrapper and creates it again (3 rounds at most), so that the
+ * handover starts from 15 Running. */
 static void make_workload(int kueue)
 {
 	if (kueue)
 		queues("7500m"); /* 15 x 500m */
 	for (int i = 0; i < NRUN; i++)
 		create_aw(i, kueue, 0);
+	for (int round = 0; kueue && round < 3; round++) {
+		running_wait r = {0, NRUN};
+		if (tl_run_until_fn(&K.loop, all_running, &r, 30000) == 0)
+			break;
+		int again = 0;
+		for (int i = 0; i < NRUN; i++) {
+			if (!job_suspended_under(i))
+				continue;
+			fprintf(stderr,
+			        "upgrade: set-up: Kueue suspended the Job of %s (its Workload not seen "
+			        "admitted yet); deleting it and creating it again\n",
+			        TRACK[i].aw);
+			long st = tl_aw_req(&W, "DELETE", &SF_GVR_APPWRAPPERS, TRACK[i].aw, NULL, NULL);
+			cr_assert(st == 200 || st == 202, "DELETE %s: %ld", TRACK[i].aw, st);
+			cr_assert_eq(tl_run_until_fn(&K.loop, aw_gone, TRACK[i].aw, 60000), 0,
+			             "%s not gone", TRACK[i].aw);
+			tl_aw_wait_all_gone(&W, TRACK[i].aw, 60000);
+			TRACK[i].njob_uids = 0;
+			create_aw(i, kueue, 0);
+			again++;
+		}
+		if (!again)
+			break;
+	}
 	wait_running(0, NRUN, 180000);
 	for (int i = NRUN; i < NAW; i++)
 		create_aw(i, kueue, 1);
@@ -899,21 +990,21 @@ static void delete_all(int kueue)
 
 /* ---- admission ---- */
 
-/* Steadfast's admission (manifests/admission) with its parameters in SYS
- * (the Lease namespace, where the replicas keep them), the parameters
+/* Steadfast's admission (manifests/admission) with its parameters in OWN
+ * (Steadfast's namespace, steadfast-system in the manifests), the parameters
  * first (the bindings deny every create without them), set as the config
  * says (manageJobsWithoutQueueName false, as Kueue here). */
 static void install_policies(void)
 {
 	char path[4096], nsline[128];
-	snprintf(nsline, sizeof(nsline), "namespace: %s", SYS);
+	snprintf(nsline, sizeof(nsline), "namespace: %s", OWN);
 	char *params = read_file(tl_aw_src_path("manifests/admission/params.yaml", path,
 	                                        sizeof(path)));
 	char *p1 = replace_all(params, "namespace: steadfast-system", nsline);
 	char *p2 = replace_all(p1, "manageJobsWithoutQueueName: \"true\"",
 	                       "manageJobsWithoutQueueName: \"false\"");
 	cr_assert(strcmp(p1, p2) != 0, "params.yaml: no manageJobsWithoutQueueName \"true\"");
-	tl_aw_apply_yaml(&K, SYS, p2, NULL, NULL);
+	tl_aw_apply_yaml(&K, OWN, p2, NULL, NULL);
 	free(params);
 	free(p1);
 	free(p2);
@@ -1065,7 +1156,7 @@ static void upstream_to_steadfast(const char *version, int kueue)
 	}
 	snprintf(id, sizeof(id), "upstream-%s", version);
 	tl_ctl *up = upstream_start(version, id);
-	wait_logged(&up, 1, "successfully acquired lease", LEASE, 60000);
+	wait_logged(&up, 1, "uccessfully acquired lease", LEASE, 60000);
 	if (kueue)
 		await_upstream_webhooks();
 	/* 2. the workload, under upstream */
@@ -1083,12 +1174,18 @@ static void upstream_to_steadfast(const char *version, int kueue)
 	/* 5. two replicas following upstream */
 	tl_ctl *sf[2] = {steadfast_start("sf-a"), steadfast_start("sf-b")};
 	for (int i = 0; i < 2; i++)
-		cr_assert_geq(tl_ctl_wait_log(&K.loop, sf[i], "new leader observed", 0, 30000), 0,
-		              "replica %d did not observe upstream leading", i);
+		if (tl_run_until_fn(&K.loop, follows_upstream, sf[i], 30000) != 0) {
+			tl_ctl_dump(sf[i], 20);
+			cr_assert_fail("replica %d did not observe upstream leading", i);
+		}
 	pause_ms(3000);
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(tl_ctl_count(sf[i], "acquired the lease", 0), 0,
 		             "replica %d took the Lease upstream holds", i);
+	char holder[256];
+	lease_holder(holder, sizeof(holder));
+	cr_assert(holder[0] && strncmp(holder, "sf-", 3) != 0, "the Lease's holder is '%s'",
+	          holder);
 	snapshot();
 	/* 6. upstream stopped as a rolling update stops it */
 	tl_audit_mark mark;
@@ -1130,7 +1227,7 @@ static void steadfast_to_upstream(const char *version, int kueue)
 	if (kueue)
 		upstream_webhook_files(version);
 	tl_ctl *up = upstream_start(version, id);
-	wait_logged(&up, 1, "attempting to acquire leader lease", LEASE, 60000);
+	wait_logged(&up, 1, "ttempting to acquire leader lease", LEASE, 60000);
 	if (kueue) {
 		wait_logged(&up, 1, "Serving webhook server", NULL, 60000);
 		apply_upstream_webhooks();
@@ -1139,8 +1236,11 @@ static void steadfast_to_upstream(const char *version, int kueue)
 	}
 	apply_crd(version);
 	pause_ms(3000);
-	cr_assert_eq(tl_ctl_count(up, "successfully acquired lease", 0), 0,
+	cr_assert_eq(tl_ctl_count(up, "uccessfully acquired lease", 0), 0,
 	             "upstream took the Lease Steadfast holds");
+	char holder[256];
+	lease_holder(holder, sizeof(holder));
+	cr_assert(strncmp(holder, "sf-", 3) == 0, "the Lease's holder is '%s'", holder);
 	snapshot();
 	tl_audit_mark mark;
 	tl_audit_mark_now(&mark);
