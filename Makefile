@@ -61,7 +61,7 @@ help:
 	@echo "make model      model checker of the AppWrapper phase machine, small bound (part of make test)"
 	@echo "make model-large  the same with the larger bound (minutes)"
 	@echo "make integration  tests against a real local control plane"
-	@echo "make upgrade    upgrade from the upstream controller (v1.2.1, v1.2.2) and rollback (about 30 min)"
+	@echo "make upgrade    upgrade from the upstream controller (v1.2.1, v1.2.2) and rollback (21 min; 5 more for the first build)"
 	@echo "make asan       ASan+UBSan build running unit and integration tests"
 	@echo "make fuzz       run each fuzz target for FUZZ_SECONDS (default 60)"
 	@echo "make bench      benchmarks; writes docs/benchmarks.md"
@@ -176,8 +176,10 @@ integration: $(INTEG_BIN) $(BIN) $(FAULT_BIN) cluster-build image
 # upstream controller v1.2.1 and v1.2.2 (built from its Go module by
 # test/cluster/build.sh --upstream, cached; about 5 min cold) handing over
 # to Steadfast and back, with and without Kueue and the webhooks, on a
-# KUEUE=true control plane of their own. Not part of make test (about 30
-# min, two of observation per test); the handover times land in
+# KUEUE=true control plane of their own. Not part of make test: 8 tests,
+# two minutes of observation each, 21 min in all on the 2-core machine
+# with everything built (make test's warm budget has no room for even one
+# test of about 3 min); the handover times land in
 # $(O)/test-results/upgrade-handover.tsv and are summarised at the end.
 # STEADFAST_UPGRADE_OBSERVE_S shortens the observation (default 120).
 .PHONY: upgrade upstream-build
