@@ -708,12 +708,22 @@ static int all_running(void *ud)
 	return 1;
 }
 
+/* aw-<i>'s Job as the watch has it, after its AppWrapper. */
+static void dump_with_job(int i)
+{
+	char job[96];
+	snprintf(job, sizeof(job), "%.63s-job", TRACK[i].aw);
+	tl_aw_dump(&W, TRACK[i].aw);
+	sf_obj *j = sf_store_get_ns(sf_informer_store(W.jobs), NS, job);
+	fprintf(stderr, "Job %s/%s: %s\n", NS, job, j ? j->json : "(absent)");
+}
+
 static void wait_running(int from, int to, long timeout_ms)
 {
 	running_wait r = {from, to};
 	if (tl_run_until_fn(&K.loop, all_running, &r, timeout_ms) != 0) {
 		for (int i = from; i < to; i++)
-			tl_aw_dump(&W, TRACK[i].aw);
+			dump_with_job(i);
 		cr_assert_fail("aw-%02d..aw-%02d not all Running with PodsReady and a Running pod "
 		               "in %ld ms",
 		               from, to - 1, timeout_ms);
@@ -737,19 +747,100 @@ static int job_suspended_under(int i)
 	       sf_jv_type(sf_jv_path(sf_obj_root(a), "spec.suspend")) != SF_JSON_TRUE;
 }
 
+/* Kueue v0.17.1 finished the Workload of aw-<i> as an orphan (condition
+ * Finished True, reason OwnerNotFound) although aw-<i>, the very owner its
+ * ownerReference names (same UID), exists: see make_workload. */
+static int orphaned_by_kueue(int i)
+{
+	sf_obj *a = tl_aw_cached(&W, TRACK[i].aw);
+	char uid[64] = "";
+	if (!a)
+		return 0;
+	sf_jv_str(sf_jv_path(sf_obj_root(a), "metadata.uid"), uid, sizeof(uid));
+	tl_res r;
+	sf_kube_req q = {.method = "GET", .gvr = &GVR_WORKLOADS, .ns = NS};
+	tl_do(&K, &q, &r);
+	cr_assert_eq(r.http_status, 200, "list Workloads: %ld %s", r.http_status, r.message);
+	int orphaned = 0;
+	sf_jv_iter it = sf_jv_iter_init(sf_jv_get(sf_obj_root(r.obj), "items"));
+	sf_jv wl;
+	while (!orphaned && sf_jv_next(&it, NULL, &wl)) {
+		sf_jv_iter oi = sf_jv_iter_init(sf_jv_path(wl, "metadata.ownerReferences"));
+		sf_jv ref;
+		int ours = 0;
+		while (sf_jv_next(&oi, NULL, &ref))
+			if (sf_jv_streq(sf_jv_get(ref, "kind"), "AppWrapper") &&
+			    sf_jv_streq(sf_jv_get(ref, "name"), TRACK[i].aw) &&
+			    sf_jv_streq(sf_jv_get(ref, "uid"), uid))
+				ours = 1;
+		if (!ours)
+			continue;
+		sf_jv_iter ci = sf_jv_iter_init(sf_jv_path(wl, "status.conditions"));
+		sf_jv c;
+		while (sf_jv_next(&ci, NULL, &c))
+			if (sf_jv_streq(sf_jv_get(c, "type"), "Finished") &&
+			    sf_jv_streq(sf_jv_get(c, "status"), "True") &&
+			    sf_jv_streq(sf_jv_get(c, "reason"), "OwnerNotFound"))
+				orphaned = 1;
+	}
+	tl_res_clear(&r);
+	return orphaned;
+}
+
+/* Deletes aw-<i>, waits until it and its Job and pods are gone, and
+ * creates it again (a new UID, so a new Workload). */
+static void recreate_aw(int i)
+{
+	long st = tl_aw_req(&W, "DELETE", &SF_GVR_APPWRAPPERS, TRACK[i].aw, NULL, NULL);
+	cr_assert(st == 200 || st == 202, "DELETE %s: %ld", TRACK[i].aw, st);
+	cr_assert_eq(tl_run_until_fn(&K.loop, aw_gone, TRACK[i].aw, 60000), 0, "%s not gone",
+	             TRACK[i].aw);
+	tl_aw_wait_all_gone(&W, TRACK[i].aw, 60000);
+	TRACK[i].njob_uids = 0;
+	create_aw(i, 1, 0); /* suspended by Kueue's webhook */
+}
+
+/* With Kueue: those of aw-<from>..aw-<to-1> whose Workload Kueue finished
+ * as an orphan, or whose Job it suspended under an unsuspended
+ * AppWrapper, deleted and created again; returns how many. */
+static int recreate_orphans(int from, int to)
+{
+	int again = 0;
+	for (int i = from; i < to; i++) {
+		int orphan = orphaned_by_kueue(i);
+		if (!orphan && !job_suspended_under(i))
+			continue;
+		fprintf(stderr,
+		        "upgrade: set-up: %s: %s; deleting it and creating it again\n", TRACK[i].aw,
+		        orphan ? "Kueue finished its Workload as an orphan (OwnerNotFound) while it "
+		                 "exists"
+		               : "Kueue suspended its Job (no unfinished admitted Workload)");
+		recreate_aw(i);
+		again++;
+	}
+	return again;
+}
+
 /* The 20: 15 Running, 5 Suspended.
  *
- * With Kueue, Kueue v0.17.1 suspends a Job whose parent AppWrapper's
- * Workload it does not (yet) see admitted ("Kueue managed child job
- * suspended", jobframework shouldSuspendChildJob): upstream creates the
- * Job the moment Kueue unsuspends the AppWrapper, and now and then Kueue's
- * own cache has not seen that admission yet. The pod is deleted, the Job
- * stays suspended, and upstream resets the AppWrapper after its grace
- * period (InsufficientPodsReady), where the same can happen again. That
- * is upstream's and Kueue's, before any handover; the set-up deletes such
- * an AppWrapper and creates it again (3 rounds at most, each after up to
- * 2 minutes of waiting for the 15), so that the handover starts from 15
- * Running. Under load it has hit 8 of the first 8 admitted. */
+ * With Kueue, Kueue v0.17.1 (feature FinishOrphanedWorkloads, beta, on by
+ * default) finishes a Workload whose owner it does not find: it reads the
+ * owner's metadata through a cache of its own, and for an AppWrapper just
+ * created that cache may not have it yet. The Workload then carries
+ * Finished True, reason OwnerNotFound, "The workload's owner no longer
+ * exists", with the AppWrapper (same UID) in place, within the second of
+ * its creation. What follows depends on how far Kueue had got: if not
+ * yet admitted, the AppWrapper stays suspended for good; if admitted, it
+ * runs, but Kueue suspends each Job created for it ("Kueue managed child
+ * job suspended": no unfinished admitted Workload of the parent), so no
+ * pod ever runs and the controller resets the AppWrapper after its
+ * admission grace period, deleting that Job, again and again. Kueue's,
+ * whichever controller runs the AppWrappers, before any handover; under
+ * load it hits several of a burst of creations. The set-up deletes and
+ * creates again every AppWrapper in that state (a new UID, a new
+ * Workload), checking every 5 s for up to 2 minutes a round, 3 rounds at
+ * most, so that the handover starts from 15 Running and 5 Suspended, each
+ * with a live Workload. */
 static void make_workload(int kueue)
 {
 	if (kueue)
@@ -760,24 +851,11 @@ static void make_workload(int kueue)
 		/* Kueue admits one Workload per scheduling cycle: on a loaded
 		 * 2-core machine the 15 take a while */
 		running_wait r = {0, NRUN};
-		if (tl_run_until_fn(&K.loop, all_running, &r, 120000) == 0)
-			break;
 		int again = 0;
-		for (int i = 0; i < NRUN; i++) {
-			if (!job_suspended_under(i))
-				continue;
-			fprintf(stderr,
-			        "upgrade: set-up: Kueue suspended the Job of %s (its Workload not seen "
-			        "admitted yet); deleting it and creating it again\n",
-			        TRACK[i].aw);
-			long st = tl_aw_req(&W, "DELETE", &SF_GVR_APPWRAPPERS, TRACK[i].aw, NULL, NULL);
-			cr_assert(st == 200 || st == 202, "DELETE %s: %ld", TRACK[i].aw, st);
-			cr_assert_eq(tl_run_until_fn(&K.loop, aw_gone, TRACK[i].aw, 60000), 0,
-			             "%s not gone", TRACK[i].aw);
-			tl_aw_wait_all_gone(&W, TRACK[i].aw, 60000);
-			TRACK[i].njob_uids = 0;
-			create_aw(i, kueue, 0);
-			again++;
+		for (long left = 120000; left > 0 && !again; left -= 5000) {
+			if (tl_run_until_fn(&K.loop, all_running, &r, 5000) == 0)
+				break;
+			again = recreate_orphans(0, NRUN);
 		}
 		if (!again)
 			break;
@@ -787,14 +865,27 @@ static void make_workload(int kueue)
 		create_aw(i, kueue, 1);
 	for (int i = NRUN; i < NAW; i++)
 		tl_aw_wait_phase(&W, TRACK[i].aw, "Suspended", 60000);
-	/* the 5 stay suspended: nothing was created for them */
+	/* the 5 stay suspended: nothing was created for them; with Kueue,
+	 * each has a live Workload (Kueue reconciles a new one at once) */
 	pause_ms(3000);
+	for (int round = 0; kueue && round < 3 && recreate_orphans(NRUN, NAW); round++) {
+		for (int i = NRUN; i < NAW; i++)
+			tl_aw_wait_phase(&W, TRACK[i].aw, "Suspended", 60000);
+		pause_ms(3000);
+	}
 	for (int i = NRUN; i < NAW; i++) {
 		sf_obj *o = tl_aw_cached(&W, TRACK[i].aw);
 		cr_assert(o && sf_jv_type(sf_jv_path(sf_obj_root(o), "spec.suspend")) == SF_JSON_TRUE,
 		          "%s is not suspended", TRACK[i].aw);
 		cr_assert_eq(tl_aw_labelled(W.jobs, TRACK[i].aw), 0, "%s has a Job", TRACK[i].aw);
+		if (kueue)
+			cr_assert(!orphaned_by_kueue(i), "%s: Workload still finished as an orphan",
+			          TRACK[i].aw);
 	}
+	if (kueue)
+		for (int i = 0; i < NRUN; i++)
+			cr_assert(!orphaned_by_kueue(i), "%s: Workload finished as an orphan",
+			          TRACK[i].aw);
 }
 
 /* What the previous controller wrote, taken before the handover. */
