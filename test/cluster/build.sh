@@ -18,6 +18,13 @@
 #       cache, downloaded if absent: Kueue's CRDs and webhook configurations,
 #       kwok's node stages are read from there)
 #
+# With --upstream it builds only the upstream AppWrapper controller (the Go
+# project-codeflare/appwrapper, its cmd/main.go) at each version that has a
+# build module test/cluster/upstream-<version>/go.mod (v1.2.1, v1.2.2), into
+# ~/.cache/steadfast/appwrapper-<version>/manager, for the upgrade and
+# rollback test (make upgrade). `--print upstream-<version>` prints that
+# directory, `--print upstream-<version>-module` the module's source.
+#
 # ---- kubelet (KUBELET=true up.sh) ----
 # With KUBELET=true in the environment it also builds the kubelet from the
 # same pinned k8s.io/kubernetes (it shares most packages with the others, so
@@ -35,6 +42,8 @@ K8S_VERSION=$(modver build k8s.io/kubernetes)
 ETCD_VERSION=$(modver build go.etcd.io/etcd/server/v3)
 KUEUE_VERSION=$(modver kueue sigs.k8s.io/kueue)
 KWOK_VERSION=$(modver kwok sigs.k8s.io/kwok)
+# The upstream controller's versions: one build module each.
+UPSTREAM_VERSIONS=$(cd "$here" && for d in upstream-v*/; do [ -f "$d/go.mod" ] && basename "$d" | sed 's/^upstream-//'; done | sort -V | tr '\n' ' ')
 for v in K8S_VERSION ETCD_VERSION KUEUE_VERSION KWOK_VERSION; do
   [ -n "${!v}" ] || { echo "build.sh: no $v in test/cluster/*/go.mod" >&2; exit 1; }
 done
@@ -58,20 +67,37 @@ if [ "${1:-}" = "--print" ]; then
     kwok) echo "$kwok_dir" ;;
     kueue-module) module_dir kueue sigs.k8s.io/kueue ;;
     kwok-module) module_dir kwok sigs.k8s.io/kwok ;;
-    *) echo "build.sh: --print takes cluster, kueue, kwok, kueue-module or kwok-module" >&2; exit 64 ;;
+    upstream-versions) echo "$UPSTREAM_VERSIONS" ;;
+    upstream-v*-module)
+      v=${2#upstream-}; v=${v%-module}
+      [ -f "$here/upstream-$v/go.mod" ] || { echo "build.sh: no upstream build module for $v (have: $UPSTREAM_VERSIONS)" >&2; exit 64; }
+      module_dir "upstream-$v" github.com/project-codeflare/appwrapper ;;
+    upstream-v*)
+      v=${2#upstream-}
+      [ -f "$here/upstream-$v/go.mod" ] || { echo "build.sh: no upstream build module for $v (have: $UPSTREAM_VERSIONS)" >&2; exit 64; }
+      echo "$cache/appwrapper-$v" ;;
+    *) echo "build.sh: --print takes cluster, kueue, kwok, kueue-module, kwok-module, upstream-versions, upstream-VERSION or upstream-VERSION-module" >&2; exit 64 ;;
   esac
   exit 0
 fi
 with_kueue=false
+with_upstream=false
 case ${1:-} in
   "") ;;
   --kueue) with_kueue=true ;;
-  *) echo "usage: build.sh [--kueue | --print [WHAT]]" >&2; exit 64 ;;
+  --upstream) with_upstream=true ;;
+  *) echo "usage: build.sh [--kueue | --upstream | --print [WHAT]]" >&2; exit 64 ;;
 esac
 
 # Every binary as TARGET-PATH:BUILD-MODULE:PACKAGE.
 targets=""
-for b in etcd kube-apiserver kube-controller-manager; do
+if [ "$with_upstream" = true ]; then
+  # Only the upstream controllers: the control plane is up.sh's business.
+  for v in $UPSTREAM_VERSIONS; do
+    targets="$targets $cache/appwrapper-$v/manager:upstream-$v:github.com/project-codeflare/appwrapper/cmd"
+  done
+fi
+[ "$with_upstream" = true ] || for b in etcd kube-apiserver kube-controller-manager; do
   case $b in
     etcd) targets="$targets $dir/etcd:build:go.etcd.io/etcd/server/v3" ;;
     *) targets="$targets $dir/$b:build:k8s.io/kubernetes/cmd/$b" ;;
@@ -87,7 +113,11 @@ fi
 # ---- end kubelet ----
 missing=""
 for t in $targets; do [ -x "${t%%:*}" ] || missing="$missing $t"; done
-if [ -z "$missing" ]; then echo "$dir"; exit 0; fi
+# What is printed at the end: the control plane's directory, or with
+# --upstream each upstream controller's.
+printed=$dir
+[ "$with_upstream" = true ] && printed=$(for v in $UPSTREAM_VERSIONS; do echo "$cache/appwrapper-$v"; done)
+if [ -z "$missing" ]; then echo "$printed"; exit 0; fi
 
 command -v go >/dev/null || { echo "build.sh: go not found (run make deps)" >&2; exit 1; }
 mkdir -p "$dir"
@@ -98,7 +128,11 @@ flock 9
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 start=$(date +%s)
 say() { echo "[cluster-build $(( $(date +%s) - start ))s] $*" >&2; }
-say "building$(for t in $missing; do printf ' %s' "$(basename "${t%%:*}")"; done) into $cache; a cold build of all of them takes 35-50 min on 2 cores, Kueue alone 5-12"
+if [ "$with_upstream" = true ]; then
+  say "building the upstream controller$(for t in $missing; do printf ' %s' "$(basename "$(dirname "${t%%:*}")")"; done) into $cache"
+else
+  say "building$(for t in $missing; do printf ' %s' "$(basename "${t%%:*}")"; done) into $cache; a cold build of all of them takes 35-50 min on 2 cores, Kueue alone 5-12"
+fi
 downloaded=""
 for t in $missing; do
   out=${t%%:*}
@@ -106,6 +140,7 @@ for t in $missing; do
   mod=${rest%%:*}
   pkg=${rest#*:}
   b=$(basename "$out")
+  [ "$b" = manager ] && b="appwrapper-${mod#upstream-}"
   [ -x "$out" ] && continue
   case " $downloaded " in
     *" $mod "*) ;;
@@ -115,6 +150,9 @@ for t in $missing; do
   esac
   case $b in
     etcd) ver="" ;;
+    appwrapper-*)
+      # Upstream's Makefile sets these; without them it logs "UNKNOWN".
+      ver="-X main.BuildVersion=${mod#upstream-} -X main.BuildDate=module" ;;
     kueue)
       # Without these Kueue logs gitVersion v0.0.0-main.
       v=sigs.k8s.io/kueue/pkg/version
@@ -136,4 +174,4 @@ for t in $missing; do
   say "built $b"
 done
 say "done"
-echo "$dir"
+echo "$printed"

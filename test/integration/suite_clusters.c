@@ -1,6 +1,7 @@
 /*
  * suite_clusters.c - the control planes some integration suites run of
- * their own (test_kueue.c: KUEUE=true; test_node.c: KUBELET=true), one per
+ * their own (test_kueue.c: KUEUE=true; test_node.c: KUBELET=true;
+ * test_upgrade.c: KUEUE=true), one per
  * test run, not one per test.
  *
  * Criterion runs each test in a process of its own, so a suite cannot
@@ -26,6 +27,7 @@ static const struct {
 } SUITES[] = {
     {"kueue", "STEADFAST_KUEUE_CLUSTER_DIR"},
     {"node", "STEADFAST_NODE_CLUSTER_DIR"},
+    {"upgrade", "STEADFAST_UPGRADE_CLUSTER_DIR"},
 };
 #define NSUITES (sizeof(SUITES) / sizeof(SUITES[0]))
 
@@ -51,7 +53,7 @@ ReportHook(POST_SUITE)(struct criterion_suite_stats *st)
 		if (!OWN[i][0] || strcmp(st->suite->name, SUITES[i].suite) != 0 ||
 		    stat(OWN[i], &sb) != 0)
 			continue;
-		char cmd[4700], src[4096];
+		char cmd[5200], src[4096];
 		const char *down = "test/cluster/down.sh";
 		if (access(down, X_OK) != 0 && getenv("STEADFAST_SRC_DIR")) {
 			snprintf(src, sizeof(src), "%s/%s", getenv("STEADFAST_SRC_DIR"), down);

@@ -92,6 +92,10 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 		args[na++] = run;
 	}
 	cr_assert(na > 0);
+	if (o->raw) {
+		cr_assert(o->launcher, "a raw command needs a launcher");
+		goto extra;
+	}
 	if (!o->in_cluster) {
 		args[na++] = "--kubeconfig";
 		args[na++] = o->kubeconfig ? o->kubeconfig : tl_env("KUBECONFIG");
@@ -111,7 +115,7 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 		args[na++] = "--leader-elect=false";
 	} else {
 		args[na++] = "--leader-election-namespace";
-		args[na++] = o->ns;
+		args[na++] = o->lease_ns ? o->lease_ns : o->ns;
 		args[na++] = "--leader-election-id";
 		args[na++] = o->lease;
 		args[na++] = "--leader-elect-lease-duration";
@@ -137,6 +141,7 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 		args[na++] = "--config";
 		args[na++] = config;
 	}
+extra:
 	for (size_t i = 0; o->extra && o->extra[i]; i++) {
 		cr_assert(na < 94);
 		args[na++] = o->extra[i];

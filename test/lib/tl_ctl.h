@@ -22,6 +22,7 @@ typedef struct tl_ctl tl_ctl;
 
 typedef struct tl_ctl_opts {
 	const char *ns;                    /* watched namespace and Lease namespace */
+	const char *lease_ns;              /* another Lease namespace, or NULL (= ns) */
 	const char *lease;                 /* Lease name */
 	const char *id;                    /* election identity */
 	long lease_ms, renew_ms, retry_ms; /* 0 = 3000 / 2000 / 500 */
@@ -50,6 +51,10 @@ typedef struct tl_ctl_opts {
 	/* Serve /metrics as shipped (HTTPS, TokenReview/SubjectAccessReview);
 	 * 0 = --metrics-secure=false, so tl_ctl_http_get can scrape it. */
 	int metrics_secure;
+	/* Another program (the upstream controller): the command line is
+	 * launcher then extra and nothing else (none of the controller's
+	 * flags); its stderr is kept and waited for as the controller's. */
+	int raw;
 } tl_ctl_opts;
 
 tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o);
