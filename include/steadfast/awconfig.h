@@ -65,8 +65,8 @@ typedef struct sf_aw_autopilot {
 
 typedef struct sf_aw_config {
 	sf_aw_ft ft;
-	char scheduler_name[254];           /* appwrapper.schedulerName, "" */
-	char default_queue_name[254];       /* appwrapper.defaultQueueName, "" */
+	char scheduler_name[254];     /* appwrapper.schedulerName, "" */
+	char default_queue_name[254]; /* appwrapper.defaultQueueName, "" */
 	/* Older upstream releases' keys, defaulted as v1.2.1 behaves: an
 	 * AppWrapper with a queue name waits for Kueue (what Kueue's own
 	 * webhook does), one without runs at once unless the operator says

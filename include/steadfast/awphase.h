@@ -229,23 +229,23 @@ typedef struct sf_awp_input {
  * controller and the model checker (test/model) read answers the same way. */
 
 typedef enum {
-	SF_AWP_ANS_ERROR = 0, /* no answer, or one that says nothing (5xx, 403...) */
-	SF_AWP_ANS_ABSENT,    /* the API server's NotFound naming this object */
+	SF_AWP_ANS_ERROR = 0,   /* no answer, or one that says nothing (5xx, 403...) */
+	SF_AWP_ANS_ABSENT,      /* the API server's NotFound naming this object */
 	SF_AWP_ANS_FOREIGN_404, /* a 404 that is not that (a proxy's, a version not served) */
-	SF_AWP_ANS_CONFLICT,  /* 409: the UID precondition failed (a DELETE) */
-	SF_AWP_ANS_EXISTS,    /* 409 AlreadyExists (a create) */
-	SF_AWP_ANS_INVALID,   /* 422 Invalid */
-	SF_AWP_ANS_OK,        /* 2xx; for a GET, the object below */
+	SF_AWP_ANS_CONFLICT,    /* 409: the UID precondition failed (a DELETE) */
+	SF_AWP_ANS_EXISTS,      /* 409 AlreadyExists (a create) */
+	SF_AWP_ANS_INVALID,     /* 422 Invalid */
+	SF_AWP_ANS_OK,          /* 2xx; for a GET, the object below */
 } sf_awp_ans_kind;
 
 typedef struct sf_awp_answer {
 	sf_awp_ans_kind kind;
 	/* the object a GET returned (ANS_OK) */
-	int owned;      /* controlled by this AppWrapper's UID */
-	int deleting;   /* has a deletionTimestamp */
-	int ours_gone;  /* its UID is one a DELETE of ours was acknowledged for */
-	int failed;     /* its kind's Failed condition is True */
-	int complete;   /* its kind's completion condition is True */
+	int owned;     /* controlled by this AppWrapper's UID */
+	int deleting;  /* has a deletionTimestamp */
+	int ours_gone; /* its UID is one a DELETE of ours was acknowledged for */
+	int failed;    /* its kind's Failed condition is True */
+	int complete;  /* its kind's completion condition is True */
 } sf_awp_answer;
 
 /* A create's answer: 1 when it was AlreadyExists (a live read then decides,
@@ -276,15 +276,15 @@ int sf_awp_read_delete(const sf_awp_answer *a, int *gone);
  * the model checker finds every one of them. */
 typedef enum {
 	SF_AWP_MUT_NONE = 0,
-	SF_AWP_MUT_RESUME_TRUSTS_CACHE,   /* Resuming takes a cached copy as created */
-	SF_AWP_MUT_DELETE_ON_POD_CACHE,   /* a deletion ends on the pod cache's word */
-	SF_AWP_MUT_MISSING_WITHOUT_LIVE,  /* MissingComponent on the cache past grace */
-	SF_AWP_MUT_FAILED_FROM_CACHE,     /* a reset for a cached Failed=True */
-	SF_AWP_MUT_LIST_BEFORE_DELETE,    /* a pod list asked before the DELETE's ack ends it */
-	SF_AWP_MUT_SUCCESS_FROM_CACHE,    /* Succeeded from the caches' pods and completion */
+	SF_AWP_MUT_RESUME_TRUSTS_CACHE,    /* Resuming takes a cached copy as created */
+	SF_AWP_MUT_DELETE_ON_POD_CACHE,    /* a deletion ends on the pod cache's word */
+	SF_AWP_MUT_MISSING_WITHOUT_LIVE,   /* MissingComponent on the cache past grace */
+	SF_AWP_MUT_FAILED_FROM_CACHE,      /* a reset for a cached Failed=True */
+	SF_AWP_MUT_LIST_BEFORE_DELETE,     /* a pod list asked before the DELETE's ack ends it */
+	SF_AWP_MUT_SUCCESS_FROM_CACHE,     /* Succeeded from the caches' pods and completion */
 	SF_AWP_MUT_FAILED_PODS_FROM_CACHE, /* a reset for failed pods only the cache shows */
-	SF_AWP_MUT_FOREIGN_404_ABSENT,    /* a foreign 404 read as absence */
-	SF_AWP_MUT_ADOPT_DELETING,        /* AlreadyExists adopts an incarnation being deleted */
+	SF_AWP_MUT_FOREIGN_404_ABSENT,     /* a foreign 404 read as absence */
+	SF_AWP_MUT_ADOPT_DELETING,         /* AlreadyExists adopts an incarnation being deleted */
 	SF_AWP_MUT_N,
 } sf_awp_mutant;
 extern sf_awp_mutant sf_awp_mutation;

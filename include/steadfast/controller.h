@@ -119,12 +119,12 @@ typedef struct sf_awctl_stats {
 	unsigned long missing_suppressed; /* suspicions a live read or grace disproved */
 	unsigned long verifies;           /* live reads made for the missing check */
 	unsigned long finds; /* live lists of a kind for a component with a generated name */
-	unsigned long pods_suppressed;    /* too few cached pods that a live list disproved */
-	unsigned long pod_lists;          /* live pod lists made before InsufficientPodsReady */
-	unsigned long stale_reads;        /* Running steps where the cache lacked a component */
-	unsigned long node_checks;        /* live node reads made before an evacuation */
-	unsigned long evacuations;        /* resets for Autopilot's NoExecute */
-	unsigned long evac_suppressed;    /* NoExecute suspicions the live reads disproved */
+	unsigned long pods_suppressed; /* too few cached pods that a live list disproved */
+	unsigned long pod_lists;       /* live pod lists made before InsufficientPodsReady */
+	unsigned long stale_reads;     /* Running steps where the cache lacked a component */
+	unsigned long node_checks;     /* live node reads made before an evacuation */
+	unsigned long evacuations;     /* resets for Autopilot's NoExecute */
+	unsigned long evac_suppressed; /* NoExecute suspicions the live reads disproved */
 	unsigned long events_created, events_aggregated;
 } sf_awctl_stats;
 void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out);

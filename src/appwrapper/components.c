@@ -1272,10 +1272,9 @@ int sf_awc_build(sf_jv aw, size_t index, const sf_awc_build_opts *o, sf_jd **out
 	int rc = definitive_podsets(aw, index, &pv, why, sizeof(why));
 	if (!rc) {
 		obj = sf_jd_from_jv(tmpl);
-		rc =
-		    obj ? build(obj, comp, &pv, awname, awns, awuid, index, generated, o, why,
-		                sizeof(why))
-		        : -ENOMEM;
+		rc = obj ? build(obj, comp, &pv, awname, awns, awuid, index, generated, o, why,
+		                 sizeof(why))
+		         : -ENOMEM;
 	}
 	free(pv.v);
 	if (rc) {

@@ -823,8 +823,10 @@ static int load_value(loader *ld, sf_jv v, const field *f)
 		return t == SF_JSON_TRUE || t == SF_JSON_FALSE ? note_ignored(ld)
 		                                               : type_err(ld, v, "a boolean");
 	case F_IGN_STR: return t == SF_JSON_STRING ? note_ignored(ld) : type_err(ld, v, "a string");
-	case F_IGN_OBJ: return t == SF_JSON_OBJECT ? note_ignored(ld) : type_err(ld, v, "a mapping");
-	case F_IGN_ARR: return t == SF_JSON_ARRAY ? note_ignored(ld) : type_err(ld, v, "a sequence");
+	case F_IGN_OBJ:
+		return t == SF_JSON_OBJECT ? note_ignored(ld) : type_err(ld, v, "a mapping");
+	case F_IGN_ARR:
+		return t == SF_JSON_ARRAY ? note_ignored(ld) : type_err(ld, v, "a sequence");
 	case F_TAINTS: return load_taints(ld, v, (sf_aw_autopilot *)(void *)base);
 	}
 	return -EINVAL;

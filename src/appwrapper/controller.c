@@ -72,16 +72,16 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 typedef struct comp_mem {
 	sf_awp_create_outcome create;
 	sf_awp_confirmed live; /* the last live GET's answer: news for one step */
-	char *create_msg;     /* owned; NULL = none */
+	char *create_msg;      /* owned; NULL = none */
 	/* the name the API server chose for the object a create of ours made
 	 * or adopted (generateName), until the status records it (owned) */
 	char *created_name;
 	int64_t lost_create_ms; /* mono: a generated create's answer was lost */
-	char *expect_uid;     /* a create of ours not yet seen in the cache
-	                       * (owned; NULL = none) */
-	int64_t expect_ms;    /* mono */
-	int64_t confirmed_ms; /* wall */
-	char *deleted_uid;    /* the object we asked to delete (owned; NULL) */
+	char *expect_uid;       /* a create of ours not yet seen in the cache
+	                         * (owned; NULL = none) */
+	int64_t expect_ms;      /* mono */
+	int64_t confirmed_ms;   /* wall */
+	char *deleted_uid;      /* the object we asked to delete (owned; NULL) */
 	int delete_gone;
 	/* deleted_uid was the cache's copy: once the cache holds nothing by
 	 * that name, its informer saw the object go (a DELETED event or a
@@ -136,9 +136,9 @@ typedef struct req {
 	int generated;
 	char name[254];
 	char uid[64];
-	struct live_pods *pl;   /* a live pod LIST's tally (owned) */
-	struct found_list *fl;  /* a live LIST of a component's kind (owned) */
-	char *body;             /* a create to send after a lookup (owned) */
+	struct live_pods *pl;  /* a live pod LIST's tally (owned) */
+	struct found_list *fl; /* a live LIST of a component's kind (owned) */
+	char *body;            /* a create to send after a lookup (owned) */
 } req;
 
 /* An object's name and UID from a live LIST: a pod to delete, or an
@@ -909,8 +909,8 @@ static void comp_name(op *o, size_t i, char *buf, size_t n)
 static int comp_generated(op *o, size_t i)
 {
 	char prefix[254];
-	sf_jv t = sf_jv_get(sf_jv_at(sf_jv_path(sf_obj_root(o->aw), "spec.components"), i),
-	                    "template");
+	sf_jv t =
+	    sf_jv_get(sf_jv_at(sf_jv_path(sf_obj_root(o->aw), "spec.components"), i), "template");
 	return sf_awc_template_name(t, prefix, sizeof(prefix)) > 0;
 }
 
@@ -979,7 +979,8 @@ static void answer_of(op *o, const req *r, const sf_kube_result *res, sf_awp_ans
 		const char *cc = kind_complete_cond(r->k);
 		a->owned = sf_awc_owned_by(obj, o->aw->uid);
 		a->deleting = sf_jv_ok(sf_jv_path(obj, "metadata.deletionTimestamp"));
-		a->ours_gone = m && r->idx < m->n && uid_is(m->comp[r->idx].deleted_uid, res->obj->uid);
+		a->ours_gone =
+		    m && r->idx < m->n && uid_is(m->comp[r->idx].deleted_uid, res->obj->uid);
 		a->failed = kind_reports_failed(r->k) && cond_true(obj, "Failed");
 		a->complete = cc && cond_true(obj, cc);
 	}
@@ -1019,7 +1020,8 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 			         "%s %s exists, but is controlled by %s %s, not by this AppWrapper",
 			         sf_kind_name(r->k), r->name, okind, oname);
 		} else {
-			snprintf(msg, sizeof(msg), "%s %s exists, but is not controlled by this AppWrapper",
+			snprintf(msg, sizeof(msg),
+			         "%s %s exists, but is not controlled by this AppWrapper",
 			         sf_kind_name(r->k), r->name);
 		}
 		set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
@@ -1179,8 +1181,8 @@ static void find_create_done(req *r, const sf_kube_result *res)
 			live = p;
 		else
 			sf_log_error(LOGGER, "two live objects for one component", "namespace",
-			             o->aw->ns, "name", o->aw->name, "component", live->name, "other",
-			             p->name, NULL);
+			             o->aw->ns, "name", o->aw->name, "component", live->name,
+			             "other", p->name, NULL);
 	}
 	if (live) {
 		comp_made(cm, live->uid);
@@ -1286,17 +1288,18 @@ static void verify_done(req *r, const sf_kube_result *res)
 			cm->live = live;
 			o->results++;
 			if (live.found == SF_AWP_LIVE_MISSING) {
-				sf_log_info(LOGGER,
-				            a.kind == SF_AWP_ANS_ABSENT
-				                ? "component confirmed missing by a live read"
-				                : "component replaced or being deleted by someone else",
-				            "namespace", o->aw->ns, "name", o->aw->name, "component",
-				            r->name, NULL);
+				sf_log_info(
+				    LOGGER,
+				    a.kind == SF_AWP_ANS_ABSENT
+				        ? "component confirmed missing by a live read"
+				        : "component replaced or being deleted by someone else",
+				    "namespace", o->aw->ns, "name", o->aw->name, "component",
+				    r->name, NULL);
 			} else {
 				cm->confirmed_ms = wall_ms();
-				sf_log_debug(LOGGER, "live read of a component", "namespace", o->aw->ns,
-				             "name", o->aw->name, "component", r->name, "failed",
-				             live.failed ? "true" : "false", "complete",
+				sf_log_debug(LOGGER, "live read of a component", "namespace",
+				             o->aw->ns, "name", o->aw->name, "component", r->name,
+				             "failed", live.failed ? "true" : "false", "complete",
 				             live.complete ? "true" : "false", NULL);
 			}
 		}
@@ -2036,7 +2039,8 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		} else if (obj && sf_awc_owned_by(sf_obj_root(obj), o->aw->uid)) {
 			sf_jv root = sf_obj_root(obj);
 			oc->cached.state = SF_AWP_COMP_PRESENT;
-			oc->cached.deleting = sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp"));
+			oc->cached.deleting =
+			    sf_jv_ok(sf_jv_path(root, "metadata.deletionTimestamp"));
 			oc->cached.failed = kind_reports_failed(k) && cond_true(root, "Failed");
 			oc->cached.complete = cc && cond_true(root, cc);
 			if (!oc->cached.deleting)
@@ -2131,8 +2135,9 @@ static void process(void *ud, const char *key)
 				    "component not in the cache while Running; a cache-only "
 				    "count would call it missing",
 				    "namespace", aw->ns, "name", aw->name, "state",
-				    comps[i].cached.state == SF_AWP_COMP_PENDING ? "created, not seen yet"
-				                                          : "absent",
+				    comps[i].cached.state == SF_AWP_COMP_PENDING
+				        ? "created, not seen yet"
+				        : "absent",
 				    NULL);
 			}
 	sf_awp_pods pods = {0};

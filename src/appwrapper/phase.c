@@ -561,8 +561,8 @@ static int delete_components(step *st)
 	 * pod. The cache only says when asking is worth it. */
 	int32_t cached = st->in->pods ? st->in->pods->total : 0;
 	const sf_awp_live_pods *lp = st->in->live_pods;
-	int fresh = lp && (lp->asked > st->in->deletes_acked ||
-	                   MUTANT(SF_AWP_MUT_LIST_BEFORE_DELETE));
+	int fresh =
+	    lp && (lp->asked > st->in->deletes_acked || MUTANT(SF_AWP_MUT_LIST_BEFORE_DELETE));
 	int32_t live = fresh ? lp->pods.total : -1; /* -1: not known */
 	if (!remaining && cached == 0) {
 		if (live == 0 || MUTANT(SF_AWP_MUT_DELETE_ON_POD_CACHE)) {
@@ -790,12 +790,13 @@ static int identity_changed(step *st, size_t i, char *msg, size_t n, int *record
 			 * one it made from this prefix */
 			if (!want[0] || strncmp(want, prefix, strlen(prefix)) == 0)
 				continue;
-			snprintf(msg, n,
-			         "spec.components[%zu].template.metadata.generateName is \"%s\", but "
-			         "the component was recorded as \"%s\" (status.componentStatus[%zu]."
-			         "name); a component's apiVersion, kind and name cannot change once "
-			         "recorded",
-			         i, prefix, want, i);
+			snprintf(
+			    msg, n,
+			    "spec.components[%zu].template.metadata.generateName is \"%s\", but "
+			    "the component was recorded as \"%s\" (status.componentStatus[%zu]."
+			    "name); a component's apiVersion, kind and name cannot change once "
+			    "recorded",
+			    i, prefix, want, i);
 			return 1;
 		}
 		if (!want[0] && have[0] && cs) {
@@ -846,7 +847,8 @@ static void step_resuming(step *st)
 			/* a name the API server chose is recorded in the same
 			 * write that says the component exists */
 			if (c->created_name && c->created_name[0])
-				note_rc(st, sf_jd_set_str(comp_status(st, i), "name", c->created_name));
+				note_rc(st,
+				        sf_jd_set_str(comp_status(st, i), "name", c->created_name));
 			comp_cond(st, i, "True", "ComponentCreatedSuccessfully");
 			continue;
 		}
@@ -1031,7 +1033,8 @@ static int success_confirmed(step *st)
 		if (lp)
 			act(st, SF_AWP_ACT_LIST_PODS, 0);
 		for (size_t i = 0; i < n; i++)
-			if (obs(st, i)->completion_known && obs(st, i)->live.found != SF_AWP_LIVE_NONE)
+			if (obs(st, i)->completion_known &&
+			    obs(st, i)->live.found != SF_AWP_LIVE_NONE)
 				act(st, SF_AWP_ACT_VERIFY, i);
 		return -1;
 	}
@@ -1062,9 +1065,9 @@ static void step_running(step *st)
 		}
 		if (c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting) {
 			incomplete += c->completion_known && !c->cached.complete;
-			if (c->live.found == SF_AWP_LIVE_FOUND ? c->live.failed
-			                                       : (MUTANT(SF_AWP_MUT_FAILED_FROM_CACHE) &&
-			                                          c->cached.failed)) {
+			if (c->live.found == SF_AWP_LIVE_FOUND
+			        ? c->live.failed
+			        : (MUTANT(SF_AWP_MUT_FAILED_FROM_CACHE) && c->cached.failed)) {
 				failed++; /* confirmed by a live read */
 			} else if (c->cached.failed) {
 				/* the cache's copy says Failed: it may be an
@@ -1141,7 +1144,8 @@ static void step_running(step *st)
 			int r = success_confirmed(st);
 			if (r <= 0) {
 				if (r < 0) {
-					st->plan->why = "success in the caches; confirming with live reads";
+					st->plan->why =
+					    "success in the caches; confirming with live reads";
 				} else {
 					st->plan->suppressed_stale = 1;
 					st->plan->why = "success in the caches, not in live reads";
@@ -1186,7 +1190,8 @@ static void step_running(step *st)
 			const sf_awp_live_pods *lp = st->in->live_pods;
 			if (!lp) {
 				act(st, SF_AWP_ACT_LIST_PODS, 0);
-				st->plan->why = "failed pods in the cache; confirming with a live list";
+				st->plan->why =
+				    "failed pods in the cache; confirming with a live list";
 				requeue(st, REQUEUE_LIVE_PODS_MS);
 				return;
 			}

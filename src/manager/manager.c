@@ -408,10 +408,11 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	            "leaderElection", o->leader_elect ? "true" : "false", "apiServer",
 	            m.cfg->server, "kubeconfig", m.cfg->source, NULL);
 	if (o->cfg && o->cfg->ignored[0])
-		sf_log_warn(LOGGER,
-		            "operator config: keys accepted for upstream's sake, with nothing to do "
-		            "here",
-		            "keys", o->cfg->ignored, NULL);
+		sf_log_warn(
+		    LOGGER,
+		    "operator config: keys accepted for upstream's sake, with nothing to do "
+		    "here",
+		    "keys", o->cfg->ignored, NULL);
 	if ((rc = sf_awctl_start(m.ctl)) < 0) {
 		sf_log_error(LOGGER, "cannot start the informers", "error", strerror(-rc), NULL);
 		uv_close((uv_handle_t *)&m.sigterm, NULL);

@@ -133,7 +133,8 @@ tl_ctl *tl_ctl_start(uv_loop_t *loop, const tl_ctl_opts *o)
 		cr_assert(cn > 0 && (size_t)cn < sizeof(cfgpath));
 		FILE *f = fopen(cfgpath, "w");
 		cr_assert_not_null(f, "open %s", cfgpath);
-		fputs("appwrapper:\n  kueueJobReconciller:\n    manageJobsWithoutQueueName: true\n", f);
+		fputs("appwrapper:\n  kueueJobReconciller:\n    manageJobsWithoutQueueName: true\n",
+		      f);
 		cr_assert_eq(fclose(f), 0, "write %s", cfgpath);
 		config = cfgpath;
 	}
