@@ -1141,6 +1141,32 @@ static int success_confirmed(step *st)
 	return ok;
 }
 
+/* 1 when the live read answered since the last step found component c
+ * Failed=True (the only word a FailedComponent reset takes). */
+static int failure_confirmed(const sf_awp_comp *c)
+{
+	if (c->live.found == SF_AWP_LIVE_FOUND)
+		return c->live.failed;
+	return MUTANT(SF_AWP_MUT_FAILED_FROM_CACHE) && c->cached.failed;
+}
+
+/* A live read of each component whose cached copy alone says Failed=True
+ * (an earlier incarnation's word, maybe), asked once nothing else makes
+ * the step wait: its answer is news for one step, so one asked while the
+ * step still waits would expire unused, and every step until the wait
+ * ends would ask again. */
+static void verify_cached_failures(step *st)
+{
+	size_t n = sf_jd_len(st->comps);
+	for (size_t i = 0; i < n; i++) {
+		const sf_awp_comp *c = obs(st, i);
+		if (!c->unresolved && c->cached.state == SF_AWP_COMP_PRESENT &&
+		    !c->cached.deleting && c->cached.failed && !failure_confirmed(c) &&
+		    c->live.found == SF_AWP_LIVE_NONE)
+			act(st, SF_AWP_ACT_VERIFY, i);
+	}
+}
+
 static void step_running(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
@@ -1165,18 +1191,14 @@ static void step_running(step *st)
 		}
 		if (c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting) {
 			incomplete += c->completion_known && !c->cached.complete;
-			if (c->live.found == SF_AWP_LIVE_FOUND
-			        ? c->live.failed
-			        : (MUTANT(SF_AWP_MUT_FAILED_FROM_CACHE) && c->cached.failed)) {
+			if (failure_confirmed(c)) {
 				failed++; /* confirmed by a live read */
 			} else if (c->cached.failed) {
 				/* the cache's copy says Failed: it may be an
 				 * earlier incarnation's word; a reset needs the
-				 * live object's */
+				 * live object's (verify_cached_failures) */
 				doubt = 1;
-				if (c->live.found == SF_AWP_LIVE_NONE) {
-					act(st, SF_AWP_ACT_VERIFY, i);
-				} else {
+				if (c->live.found != SF_AWP_LIVE_NONE) {
 					st->plan->suppressed_stale = 1;
 					requeue(st, REQUEUE_NOT_READY_MS);
 				}
@@ -1222,6 +1244,7 @@ static void step_running(step *st)
 		return;
 	}
 	if (doubt) {
+		verify_cached_failures(st);
 		st->plan->why = "a cached Failed=True; confirming with a live read";
 		return;
 	}

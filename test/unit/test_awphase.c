@@ -1458,6 +1458,40 @@ Test(awphase, a_pod_is_claimed_by_the_component_it_is_or_its_controller_names)
 	}
 }
 
+/* G1, found by the model checker's liveness check: one component absent
+ * from the cache within its missing-component grace, another's cached
+ * copy Failed=True. The step returns at the first before it could use a
+ * live read of the second, so asking one then only made a GET whose
+ * answer expired unused (news for one step), and the next step asked
+ * again: a live GET every reconcile until the grace ended. It is asked
+ * once nothing else makes the step wait. */
+Test(awphase, a_cached_failure_is_not_read_live_while_another_component_waits)
+{
+	snap s = {.json = running_two(NOW - 60000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template",
+	                              1)};
+	s.ncomp = 2;
+	s.expected = 2;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.failed = 1;
+	s.comp[0].completion_known = 1;
+	s.comp[1].cached.state = SF_AWP_COMP_ABSENT;
+	s.comp[1].confirmed_ms = NOW - 1000; /* within the grace */
+	run(&s);
+	cr_assert(s.plan.suppressed_missing);
+	cr_assert_null(s.plan.status);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY), "a live read that could not be used");
+	cr_assert_eq(s.plan.requeue_ms, set.missing_grace_ms - 1000);
+	sf_awp_plan_free(&s.plan);
+
+	/* the second component seen again: the cached failure is read live */
+	s.comp[1].cached.state = SF_AWP_COMP_PRESENT;
+	run(&s);
+	cr_assert_eq(s.plan.nacts, 1);
+	cr_assert_eq(s.plan.acts[0].kind, SF_AWP_ACT_VERIFY);
+	cr_assert_eq(s.plan.acts[0].idx, 0);
+	done(&s);
+}
+
 /* Long after deployment, one step sees too few pods (PodsReady True a
  * moment ago): the grace counts from now, not from the deployment. */
 Test(awphase, running_pods_grace_counts_from_the_last_time_enough_were_seen)
