@@ -41,7 +41,7 @@ static int ncomps;
 static int ckind[M_NCOMP];
 static char templates[M_NCOMP][512];
 static int completions, parallelism; /* the Job's */
-static int64_t expected_pods;
+static int64_t expected_pods, comp_expected[M_NCOMP]; /* all, each component's */
 static int gone_on_observe; /* the scenario's executor variant */
 static int scen_edits;      /* the scenario's user may edit annotations */
 static uint64_t steps_run;
@@ -359,6 +359,10 @@ static void scen_setup(const m_scen *sc)
 		snprintf(aw + w, sizeof(aw) - w, "]}}");
 	if (sf_awc_expected_pods(sf_jv_root(aw, strlen(aw)), &expected_pods, err, sizeof(err)) < 0)
 		expected_pods = 0;
+	for (int i = 0; i < ncomps; i++)
+		if (sf_awc_component_expected_pods(sf_jv_root(aw, strlen(aw)), (size_t)i,
+		                                   &comp_expected[i], err, sizeof(err)) < 0)
+			comp_expected[i] = 0;
 	gone_on_observe = sc->gone_on_observe;
 	scen_edits = sc->edits;
 }
@@ -491,6 +495,23 @@ static void count_pods(const m_podset *ps, int own, int inc, int *active, int *s
 	}
 }
 
+/* Some component has fewer pods of its own Running (not being deleted)
+ * or Succeeded than it expects: too few pods ready (a component's surplus
+ * Succeeded pods never make up for another's). */
+static int few_ready(const m_podset *ps)
+{
+	int64_t ready[M_NCOMP] = {0}, sum = 0;
+	for (int i = 0; i < M_PODS; i++) {
+		const m_pod *q = &ps->p[i];
+		if (q->uid && q->own < M_NCOMP &&
+		    ((q->phase == POD_RUNNING && !q->deleting) || q->phase == POD_SUCCEEDED))
+			ready[q->own]++;
+	}
+	for (int c = 0; c < ncomps; c++)
+		sum += ready[c] < comp_expected[c] ? ready[c] : comp_expected[c];
+	return sum < expected_pods;
+}
+
 /* the slot of the pod of a Pod component's incarnation inc, or -1 */
 static int comp_pod(const m_podset *ps, int c, int inc)
 {
@@ -546,12 +567,24 @@ static int aw_json(const m_aw *v, char *buf, size_t cap)
 	                st_text(st));
 }
 
-/* A pod as the API server shows it. A Pod component's pod is the
- * component itself; a Deployment's pod (restartPolicy Always) fails only
- * when it is evicted, without an exit code. */
-static void pod_add(sf_awp_pods *sum, const m_pod *p, const sf_aw_settings *set)
+/* The succeeded pods of each component, as the controller counts them:
+ * *own[i] for component i (of comp_status) whose Succeeded pod it is. */
+typedef struct m_claims {
+	sf_jv comp_status;
+	int32_t *own[M_NCOMP];
+} m_claims;
+
+/* A pod as the API server shows it, added to the tally and, when it is
+ * Succeeded, counted for the component it is (sf_awp_pod_component, the
+ * controller's rule). A Job's pods are controlled by their Job, a
+ * Deployment's by its ReplicaSet (deploy-b-<incarnation>, no component),
+ * a Pod component's pod by the AppWrapper: it is the component itself; a
+ * Deployment's pod (restartPolicy Always) fails only when it is evicted,
+ * without an exit code. */
+static void pod_add(sf_awp_pods *sum, const m_pod *p, const sf_aw_settings *set,
+                    const m_claims *cl)
 {
-	char buf[512], name[32];
+	char buf[768], name[32], owner[200];
 	static const char *const ph[] = {"", "Pending", "Running", "Succeeded", "Failed"};
 	const char *cs = "";
 	int kind = ckind[p->own];
@@ -567,21 +600,43 @@ static void pod_add(sf_awp_pods *sum, const m_pod *p, const sf_aw_settings *set)
 		snprintf(name, sizeof(name), "%s", comp_names[kind]);
 	else
 		snprintf(name, sizeof(name), "%s-p%d", comp_names[kind], p->uid);
+	if (kind == M_JOB)
+		snprintf(owner, sizeof(owner),
+		         "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\"%s\","
+		         "\"uid\":\"job-%d\"",
+		         comp_names[kind], p->inc);
+	else if (kind == M_DEPLOY)
+		snprintf(owner, sizeof(owner),
+		         "\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"%s-%d\","
+		         "\"uid\":\"rs-%d\"",
+		         comp_names[kind], p->inc, p->inc);
+	else
+		snprintf(owner, sizeof(owner),
+		         "\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+		         "\"name\":\"aw\",\"uid\":\"aw-1\"");
 	int n = snprintf(buf, sizeof(buf),
 	                 "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"p%d\""
+	                 ",\"ownerReferences\":[{%s,\"controller\":true}]"
 	                 "%s},\"status\":{\"phase\":\"%s\"%s}}",
-	                 name, p->uid,
+	                 name, p->uid, owner,
 	                 p->deleting ? ",\"deletionTimestamp\":\"2027-01-15T08:00:00Z\"" : "",
 	                 ph[p->phase], cs);
-	sf_awp_pods_add(sum, sf_jv_root(buf, (size_t)n), set);
+	sf_jv pod = sf_jv_root(buf, (size_t)n);
+	sf_awp_pods_add(sum, pod, set);
+	if (p->phase != POD_SUCCEEDED || !cl)
+		return;
+	int i = sf_awp_pod_component(pod, cl->comp_status);
+	if (i >= 0 && i < M_NCOMP && cl->own[i])
+		(*cl->own[i])++;
 }
 
-static void pods_sum(const m_pod *pods, int n, sf_awp_pods *sum, const sf_aw_settings *set)
+static void pods_sum(const m_pod *pods, int n, sf_awp_pods *sum, const sf_aw_settings *set,
+                     const m_claims *cl)
 {
 	memset(sum, 0, sizeof(*sum));
 	for (int i = 0; i < n; i++)
 		if (pods[i].uid)
-			pod_add(sum, &pods[i], set);
+			pod_add(sum, &pods[i], set, cl);
 }
 
 /* ---- the leader's memory ---- */
@@ -883,12 +938,10 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 	    (n->phase == SF_AW_RESETTING && o->phase != SF_AW_RESETTING) || n->resets > o->resets;
 	if (resetting || failing) {
 		int ok;
-		int any_failed_pod = 0, ready = 0, latest_failed = 0, latest_podfail = 0;
+		int any_failed_pod = 0, latest_failed = 0, latest_podfail = 0;
 		for (int i = 0; i < M_PODS; i++) {
 			const m_pod *q = &ps->p[i];
 			any_failed_pod |= q->uid && q->phase == POD_FAILED;
-			ready += q->uid && ((q->phase == POD_RUNNING && !q->deleting) ||
-			                    q->phase == POD_SUCCEEDED);
 		}
 		for (int c = 0; c < ncomps; c++) {
 			int latest = s->next_inc[c] - 1;
@@ -900,7 +953,7 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 		else if (strcmp(r, "FoundFailedPods") == 0)
 			ok = any_failed_pod || latest_failed || latest_podfail;
 		else if (strcmp(r, "InsufficientPodsReady") == 0)
-			ok = ready < expected_pods || s->list_few;
+			ok = few_ready(ps) || s->list_few;
 		else if (strcmp(r, "CreateFailed") == 0)
 			ok = 1; /* the create's own answer */
 		else
@@ -1107,12 +1160,24 @@ static void compute_plan(const char *json, size_t jlen, const sf_awp_comp *comp,
 	sf_jv aw = sf_jv_root(json, jlen);
 	sf_aw_settings set;
 	sf_aw_settings_resolve(&cfg, sf_jv_path(aw, "metadata.annotations"), &set);
+	/* each component's succeeded pods, in the pod cache and the live
+	 * list (process, pod_list_item) */
+	sf_awp_comp cc[M_NCOMP];
+	memset(cc, 0, sizeof(cc));
+	if (ncomp)
+		memcpy(cc, comp, (size_t)ncomp * sizeof(cc[0]));
+	m_claims cache = {.comp_status = sf_jv_path(aw, "status.componentStatus")};
+	m_claims live = cache;
+	for (int i = 0; i < ncomp; i++) {
+		cache.own[i] = &cc[i].succeeded;
+		live.own[i] = &cc[i].live_succeeded;
+	}
 	sf_awp_pods pods;
-	pods_sum(view->p, M_PODS, &pods, &set);
+	pods_sum(view->p, M_PODS, &pods, &set, &cache);
 	sf_awp_live_pods lp;
 	memset(&lp, 0, sizeof(lp));
 	if (L->lp_have) {
-		pods_sum(L->lp, L->lp_n, &lp.pods, &set);
+		pods_sum(L->lp, L->lp_n, &lp.pods, &set, &live);
 		lp.answered_ms = (T0 + L->lp_answered) * 1000LL;
 		lp.asked = L->lp_asked;
 	}
@@ -1121,7 +1186,7 @@ static void compute_plan(const char *json, size_t jlen, const sf_awp_comp *comp,
 	    .cfg = &cfg,
 	    .s = &set,
 	    .now_ms = now,
-	    .comp = ncomp ? comp : NULL,
+	    .comp = ncomp ? cc : NULL,
 	    .ncomp = (size_t)ncomp,
 	    .pods = &pods,
 	    .expected_pods = ncomp ? expected_pods : 0,
@@ -1690,13 +1755,7 @@ static void do_requests(const m_state *s, m_emit *e)
 			L->lp_have = 1;
 			L->lp_answered = s->tick;
 			L->lp_asked = r->a;
-			int running = 0;
-			for (int k = 0; k < M_PODS; k++) {
-				const m_pod *q = &ps->p[k];
-				running += q->uid && ((q->phase == POD_RUNNING && !q->deleting) ||
-				                      q->phase == POD_SUCCEEDED);
-			}
-			n.list_few = running < expected_pods;
+			n.list_few = (uint8_t)few_ready(ps);
 			emit(e, &n, lbl(e, lb, "LIST pods -> %d pods", L->lp_n), NULL);
 			break;
 		}
