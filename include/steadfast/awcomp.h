@@ -92,6 +92,16 @@ int sf_awc_component_podsets(sf_jv aw, size_t index, sf_awc_podset *out, size_t 
 /* Upstream's ExpectedPodCount: the sum of replicas over all components'
  * definitive pod sets. 0 or a negative errno. */
 int sf_awc_expected_pods(sf_jv aw, int64_t *out, char *err, size_t errlen);
+/* The same for component index alone: the pods it is expected to have. */
+int sf_awc_component_expected_pods(sf_jv aw, size_t index, int64_t *out, char *err, size_t errlen);
+
+/* 1 when objects of this kind never complete: their controller keeps their
+ * pods running (replacing those that stop) until the object is deleted -
+ * apps/v1 Deployment, StatefulSet, ReplicaSet and DaemonSet, v1
+ * ReplicationController, LeaderWorkerSet, RayCluster (any version of
+ * their group). An AppWrapper holding one that expects pods is never
+ * Succeeded (docs/failure-semantics.md). */
+int sf_awc_kind_never_completes(const char *api_version, const char *kind);
 
 /* A pod set as componentStatus records it: {"replicas":N,"path":P} plus
  * "annotations" when it has any. NULL on -ENOMEM. Caller frees. */

@@ -150,6 +150,14 @@ typedef struct sf_awp_comp {
 	 * a live read that finds it complete, pod counts alone are not
 	 * enough. */
 	int completion_known;
+	/* The succeeded pods that are this component's own
+	 * (sf_awp_pod_component): in the pod cache's tally (pods), and in
+	 * the live list's (live_pods, when one was answered). Succeeded
+	 * counts each component's own pods up to the number it expects, so
+	 * that one component's surplus (a Job of completions 2 and
+	 * parallelism 1 expects one pod and leaves two) never stands in for
+	 * another's pods. */
+	int32_t succeeded, live_succeeded;
 } sf_awp_comp;
 
 typedef struct sf_awp_pods {
@@ -168,6 +176,14 @@ typedef struct sf_awp_pods {
 /* Adds one pod (a cached object) to the summary: phase counts, terminal
  * exit codes per the settings, first failure details. */
 void sf_awp_pods_add(sf_awp_pods *p, sf_jv pod, const sf_aw_settings *s);
+
+/* Which component a pod of the AppWrapper is, by name: i when the pod is
+ * component i itself (componentStatus[i] is a v1 Pod of that name), or
+ * when its controller owner reference names component i (same API group,
+ * kind and name: a Job's, StatefulSet's, PyTorchJob's or RayCluster's
+ * pods); -1 when it names another object (a Deployment's ReplicaSet, a
+ * JobSet's Jobs) or none. component_status is status.componentStatus. */
+int sf_awp_pod_component(sf_jv pod, sf_jv component_status);
 
 /* Evidence: a live (uncached) LIST of the AppWrapper's labelled pods, asked
  * for by an SF_AWP_ACT_LIST_PODS, news for the next step only. asked is the
@@ -285,6 +301,7 @@ typedef enum {
 	SF_AWP_MUT_FAILED_PODS_FROM_CACHE, /* a reset for failed pods only the cache shows */
 	SF_AWP_MUT_FOREIGN_404_ABSENT,     /* a foreign 404 read as absence */
 	SF_AWP_MUT_ADOPT_DELETING,         /* AlreadyExists adopts an incarnation being deleted */
+	SF_AWP_MUT_SUCCESS_ACROSS,         /* pods summed across components, as upstream */
 	SF_AWP_MUT_N,
 } sf_awp_mutant;
 extern sf_awp_mutant sf_awp_mutation;

@@ -605,6 +605,28 @@ int sf_awc_component_podsets(sf_jv aw, size_t index, sf_awc_podset *out, size_t 
 	return copy_out(&pv, rc, out, cap, n, err, errlen);
 }
 
+int sf_awc_component_expected_pods(sf_jv aw, size_t index, int64_t *out, char *err, size_t errlen)
+{
+	psvec pv = {0};
+	char why[WHY_LEN], desc[512];
+	int64_t sum = 0;
+	*out = 0;
+	int rc = definitive_podsets(aw, index, &pv, why, sizeof(why));
+	if (rc) {
+		sf_jv comps;
+		ncomponents(aw, &comps);
+		comp_desc(sf_jv_get(sf_jv_at(comps, index), "template"), index, desc, sizeof(desc));
+		sf_errf(err, errlen, "%s: %s", desc, why);
+		free(pv.v);
+		return rc;
+	}
+	for (size_t j = 0; j < pv.n; j++)
+		sum += pv.v[j].replicas;
+	free(pv.v);
+	*out = sum;
+	return 0;
+}
+
 int sf_awc_expected_pods(sf_jv aw, int64_t *out, char *err, size_t errlen)
 {
 	sf_jv comps;
@@ -612,20 +634,35 @@ int sf_awc_expected_pods(sf_jv aw, int64_t *out, char *err, size_t errlen)
 	int64_t sum = 0;
 	*out = 0;
 	for (size_t i = 0; i < nc; i++) {
-		psvec pv = {0};
-		char why[WHY_LEN], desc[512];
-		int rc = definitive_podsets(aw, i, &pv, why, sizeof(why));
-		if (rc) {
-			comp_desc(sf_jv_get(sf_jv_at(comps, i), "template"), i, desc, sizeof(desc));
-			sf_errf(err, errlen, "%s: %s", desc, why);
-			free(pv.v);
+		int64_t one;
+		int rc = sf_awc_component_expected_pods(aw, i, &one, err, errlen);
+		if (rc)
 			return rc;
-		}
-		for (size_t j = 0; j < pv.n; j++)
-			sum += pv.v[j].replicas;
-		free(pv.v);
+		sum += one;
 	}
 	*out = sum;
+	return 0;
+}
+
+int sf_awc_kind_never_completes(const char *api_version, const char *kind)
+{
+	static const struct {
+		const char *group; /* the apiVersion's group ("" for the core group) */
+		const char *kind;
+	} k[] = {
+	    {"apps", "Deployment"},        {"apps", "StatefulSet"},
+	    {"apps", "ReplicaSet"},        {"apps", "DaemonSet"},
+	    {"", "ReplicationController"}, {"leaderworkerset.x-k8s.io", "LeaderWorkerSet"},
+	    {"ray.io", "RayCluster"},
+	};
+	if (!api_version || !kind)
+		return 0;
+	const char *slash = strchr(api_version, '/');
+	size_t glen = slash ? (size_t)(slash - api_version) : 0;
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		if (strcmp(kind, k[i].kind) == 0 && strlen(k[i].group) == glen &&
+		    strncmp(api_version, k[i].group, glen) == 0)
+			return 1;
 	return 0;
 }
 

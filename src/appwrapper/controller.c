@@ -173,6 +173,10 @@ typedef struct live_pods {
 	sf_aw_settings s;
 	pod_ref *refs;
 	size_t n, cap;
+	/* per component of the AppWrapper the LIST was sent for, the
+	 * Succeeded pods of its own the list found (owned) */
+	int32_t *succeeded;
+	size_t ncomp;
 } live_pods;
 
 static void live_pods_free(live_pods *l)
@@ -182,6 +186,7 @@ static void live_pods_free(live_pods *l)
 	for (size_t i = 0; i < l->n; i++)
 		free(l->refs[i].name);
 	free(l->refs);
+	free(l->succeeded);
 	free(l);
 }
 
@@ -681,15 +686,19 @@ static const sf_informer_handler node_handler = {node_add, node_update, node_del
  * reason and message), Autopilot's check (sf_awn_pod_affected: the
  * containers' requests and limits, the node), the indexes (the
  * AppWrapper label, which is also the work queue's key, and the only
- * label kept; node), ownership (of each owner reference only its uid and
- * whether it is the controller, all sf_awc_owned_by reads) and the
- * object's identity. */
+ * label kept; node), ownership (of each owner reference its uid and
+ * whether it is the controller, all sf_awc_owned_by reads, and its
+ * apiVersion, kind and name: which component the pod is,
+ * sf_awp_pod_component) and the object's identity. */
 const char *const SF_AWCTL_POD_FIELDS[] = {
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",
     "metadata.resourceVersion",
     "metadata.labels.'" SF_AW_LABEL "'",
+    "metadata.ownerReferences[].apiVersion",
+    "metadata.ownerReferences[].kind",
+    "metadata.ownerReferences[].name",
     "metadata.ownerReferences[].uid",
     "metadata.ownerReferences[].controller",
     "metadata.deletionTimestamp",
@@ -1521,11 +1530,25 @@ static void start_delete(op *o, size_t i, int force)
 
 /* -- live pod list (evidence for resets, success and the end of a deletion) -- */
 
+/* The component a Succeeded pod is its own (sf_awp_pod_component: the
+ * phase machine counts each component's up to what it expects); -1 for
+ * a pod that is not Succeeded, or no component's. */
+static int succeeded_of(sf_jv pod, sf_jv comp_status)
+{
+	if (!sf_jv_streq(sf_jv_path(pod, "status.phase"), "Succeeded"))
+		return -1;
+	return sf_awp_pod_component(pod, comp_status);
+}
+
 static int pod_list_add(void *ud, const sf_obj *pod)
 {
 	req *r = ud;
 	live_pods *l = r->pl;
 	sf_awp_pods_add(&l->lp.pods, sf_obj_root(pod), &l->s);
+	int own = succeeded_of(sf_obj_root(pod),
+	                       sf_jv_path(sf_obj_root(r->o->aw), "status.componentStatus"));
+	if (own >= 0 && (size_t)own < l->ncomp)
+		l->succeeded[own]++;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 8;
 		pod_ref *nr = realloc(l->refs, cap * sizeof(*nr));
@@ -1573,9 +1596,14 @@ static void start_list_pods(op *o)
 	sf_awctl *c = o->c;
 	req *r = req_new(c, o, pod_list_done);
 	char sel[512];
+	size_t n = sf_jv_len(sf_jv_path(sf_obj_root(o->aw), "status.componentStatus"));
 	if (r)
 		r->pl = calloc(1, sizeof(*r->pl));
-	if (!r || !r->pl ||
+	if (r && r->pl && n) {
+		r->pl->succeeded = calloc(n, sizeof(*r->pl->succeeded));
+		r->pl->ncomp = r->pl->succeeded ? n : 0;
+	}
+	if (!r || !r->pl || (n && !r->pl->succeeded) ||
 	    snprintf(sel, sizeof(sel), "%s=%s", SF_AW_LABEL, o->aw->name) >= (int)sizeof(sel)) {
 		req_free(r);
 		o->failed = 1;
@@ -1922,6 +1950,9 @@ static void op_finish(op *o)
 
 typedef struct comp_visit {
 	sf_awp_pods *pods;
+	sf_jv comp_status;  /* status.componentStatus */
+	sf_awp_comp *comps; /* its components, for their succeeded pods */
+	size_t ncomp;
 	const char *ns;
 	const sf_aw_settings *s;
 	sf_awctl *c;
@@ -1937,6 +1968,9 @@ static int pod_visit_fn(void *ud, sf_obj *pod)
 		return 0;
 	sf_jv root = sf_obj_root(pod);
 	sf_awp_pods_add(v->pods, root, v->s);
+	int own = succeeded_of(root, v->comp_status);
+	if (own >= 0 && (size_t)own < v->ncomp)
+		v->comps[own].succeeded++;
 	char node[254];
 	if (!v->nodes || sf_jv_str(sf_jv_path(root, "spec.nodeName"), node, sizeof(node)) <= 0)
 		return 0;
@@ -2141,7 +2175,16 @@ static void process(void *ud, const char *key)
 				    NULL);
 			}
 	sf_awp_pods pods = {0};
-	comp_visit v = {&pods, aw->ns, &s, c, nodes_fresh(c), NULL, 0};
+	comp_visit v = {.pods = &pods,
+	                .comp_status = sf_jv_path(sf_obj_root(aw), "status.componentStatus"),
+	                .comps = comps,
+	                .ncomp = n,
+	                .ns = aw->ns,
+	                .s = &s,
+	                .c = c,
+	                .nodes = nodes_fresh(c)};
+	for (size_t i = 0; m->live_pods && i < n && i < m->live_pods->ncomp; i++)
+		comps[i].live_succeeded = m->live_pods->succeeded[i];
 	sf_store_index_each(sf_informer_store(c->pod_inf), SF_AW_LABEL, aw->name, pod_visit_fn, &v);
 	o->noexec = v.noexec;
 	if (v.oom) {

@@ -15,6 +15,11 @@
  *  - a pod failure's details (pod, container, exit code, reason, message)
  *    go into the Unhealthy condition and a Warning event in the same step
  *    that detects it, before any deletion is planned.
+ *  - Succeeded counts each component's own Succeeded pods up to the number
+ *    it expects (one component's surplus never stands in for another's
+ *    pods), and never comes while a component of a kind that never
+ *    completes (a Deployment, a StatefulSet...) expects pods; readiness
+ *    counts the same way.
  * Everything else (how the status is written, how deletes are guarded with
  * preconditions) is the controller's job.
  */
@@ -80,6 +85,7 @@ const char *sf_awp_mutant_name(sf_awp_mutant m)
 	    [SF_AWP_MUT_FAILED_PODS_FROM_CACHE] = "failed-pods-from-cache",
 	    [SF_AWP_MUT_FOREIGN_404_ABSENT] = "foreign-404-is-absence",
 	    [SF_AWP_MUT_ADOPT_DELETING] = "adopt-a-deleting-incarnation",
+	    [SF_AWP_MUT_SUCCESS_ACROSS] = "success-across-components",
 	};
 	return m >= 0 && m < SF_AWP_MUT_N ? names[m] : "?";
 }
@@ -282,6 +288,47 @@ void sf_awp_pods_add(sf_awp_pods *p, sf_jv pod, const sf_aw_settings *s)
 			            sizeof(p->fail_message));
 		}
 	}
+}
+
+/* 1 when API versions a and b name the same group ("" for the core one). */
+static int same_group(const char *a, const char *b)
+{
+	const char *sa = strchr(a, '/'), *sb = strchr(b, '/');
+	size_t la = sa ? (size_t)(sa - a) : 0, lb = sb ? (size_t)(sb - b) : 0;
+	return la == lb && strncmp(a, b, la) == 0;
+}
+
+/* 1 when componentStatus entry cs names the object (apiVersion's group,
+ * kind, name) that ref (an owner reference) does. */
+static int names_component(sf_jv cs, sf_jv ref)
+{
+	char api[256], ref_api[256], kind[128], name[254];
+	if (sf_jv_str(sf_jv_get(cs, "name"), name, sizeof(name)) <= 0 ||
+	    sf_jv_str(sf_jv_get(cs, "kind"), kind, sizeof(kind)) <= 0 ||
+	    sf_jv_str(sf_jv_get(cs, "apiVersion"), api, sizeof(api)) <= 0 ||
+	    sf_jv_str(sf_jv_get(ref, "apiVersion"), ref_api, sizeof(ref_api)) <= 0)
+		return 0;
+	return sf_jv_streq(sf_jv_get(ref, "name"), name) &&
+	       sf_jv_streq(sf_jv_get(ref, "kind"), kind) && same_group(api, ref_api);
+}
+
+int sf_awp_pod_component(sf_jv pod, sf_jv component_status)
+{
+	sf_jv ref;
+	int owned = sf_awc_controller_owner(pod, &ref);
+	size_t n = sf_jv_len(component_status);
+	for (size_t i = 0; i < n; i++) {
+		sf_jv cs = sf_jv_at(component_status, i);
+		char name[254];
+		if (sf_jv_streq(sf_jv_get(cs, "kind"), "Pod") &&
+		    sf_jv_streq(sf_jv_get(cs, "apiVersion"), "v1") &&
+		    sf_jv_str(sf_jv_get(cs, "name"), name, sizeof(name)) > 0 &&
+		    sf_jv_streq(sf_jv_path(pod, "metadata.name"), name))
+			return (int)i; /* the pod is the component */
+		if (owned && names_component(cs, ref))
+			return (int)i;
+	}
+	return -1;
 }
 
 void sf_awp_nodes_add(sf_awp_nodes *ns, const char *node)
@@ -977,11 +1024,45 @@ static int evacuate(step *st)
 	return 1;
 }
 
-/* The grace the pods of a tally get: the warmup grace once they all exist
- * (pending, running or succeeded), the admission grace while some do not. */
-static int64_t pods_grace(const step *st, const sf_awp_pods *p)
+/* The pods component i is expected to have (its definitive pod sets). */
+static int64_t comp_expected(const step *st, size_t i)
 {
-	return ((int64_t)p->pending + p->running + p->succeeded >= st->in->expected_pods)
+	int64_t e = 0;
+	char err[64];
+	if (sf_awc_component_expected_pods(st->in->aw, i, &e, err, sizeof(err)) < 0)
+		return 0;
+	return e;
+}
+
+/* The succeeded pods of tally p (live: the live list's, else the pod
+ * cache's) that count towards the expected ones: each component's own up
+ * to the number it expects, and every pod no component claims (a
+ * Deployment's, through its ReplicaSet; a JobSet's, through its Jobs).
+ * Upstream counts them all, so one component's surplus (a Job of
+ * completions 2 and parallelism 1 expects one pod and leaves two) stood in
+ * for another's pods that never succeeded. */
+static int64_t succeeded_counted(const step *st, const sf_awp_pods *p, int live)
+{
+	int64_t claimed = 0, counted = 0;
+	if (MUTANT(SF_AWP_MUT_SUCCESS_ACROSS))
+		return p->succeeded;
+	for (size_t i = 0; i < st->in->ncomp; i++) {
+		const sf_awp_comp *c = &st->in->comp[i];
+		int64_t own = live ? c->live_succeeded : c->succeeded;
+		int64_t e = comp_expected(st, i);
+		claimed += own;
+		counted += own < e ? own : e;
+	}
+	return counted + (p->succeeded > claimed ? p->succeeded - claimed : 0);
+}
+
+/* The grace the pods of a tally get (live: the live list's): the warmup
+ * grace once they all exist (pending, running or succeeded), the
+ * admission grace while some do not. */
+static int64_t pods_grace(const step *st, const sf_awp_pods *p, int live)
+{
+	return ((int64_t)p->pending + p->running + succeeded_counted(st, p, live) >=
+	        st->in->expected_pods)
 	           ? st->in->s->warmup_grace_ms
 	           : st->in->s->admission_grace_ms;
 }
@@ -995,11 +1076,30 @@ static void confirm_with_live_list(step *st)
 	requeue(st, REQUEUE_LIVE_PODS_MS);
 }
 
-/* The pods say the workload is done: enough succeeded, none pending,
- * running or failed. */
-static int pods_succeeded(const step *st, const sf_awp_pods *p)
+/* The pods say the workload is done: enough succeeded (each component's
+ * own counted up to what it expects), none pending, running or failed. */
+static int pods_succeeded(const step *st, const sf_awp_pods *p, int live)
 {
-	return p->succeeded >= st->in->expected_pods && p->pending + p->running + p->failed == 0;
+	return succeeded_counted(st, p, live) >= st->in->expected_pods &&
+	       p->pending + p->running + p->failed == 0;
+}
+
+/* 1 when a component of a kind that never completes (a Deployment, a
+ * StatefulSet...: sf_awc_kind_never_completes) expects pods: its pods run
+ * until it is deleted, so the AppWrapper holding it is never Succeeded. */
+static int never_completes(step *st)
+{
+	if (MUTANT(SF_AWP_MUT_SUCCESS_ACROSS))
+		return 0;
+	size_t n = sf_jd_len(st->comps);
+	for (size_t i = 0; i < n; i++) {
+		const sf_jd *cs = comp_status(st, i);
+		if (sf_awc_kind_never_completes(str_or_empty(sf_jd_get(cs, "apiVersion")),
+		                                str_or_empty(sf_jd_get(cs, "kind"))) &&
+		    comp_expected(st, i) > 0)
+			return 1;
+	}
+	return 0;
 }
 
 /* Success as live reads say it: 1 when a live pod list and a live read of
@@ -1012,7 +1112,7 @@ static int success_confirmed(step *st)
 	if (!lp) {
 		act(st, SF_AWP_ACT_LIST_PODS, 0);
 		ask = 1;
-	} else if (!pods_succeeded(st, &lp->pods)) {
+	} else if (!pods_succeeded(st, &lp->pods, 1)) {
 		ok = 0;
 	}
 	size_t n = sf_jd_len(st->comps);
@@ -1041,6 +1141,32 @@ static int success_confirmed(step *st)
 	return ok;
 }
 
+/* 1 when the live read answered since the last step found component c
+ * Failed=True (the only word a FailedComponent reset takes). */
+static int failure_confirmed(const sf_awp_comp *c)
+{
+	if (c->live.found == SF_AWP_LIVE_FOUND)
+		return c->live.failed;
+	return MUTANT(SF_AWP_MUT_FAILED_FROM_CACHE) && c->cached.failed;
+}
+
+/* A live read of each component whose cached copy alone says Failed=True
+ * (an earlier incarnation's word, maybe), asked once nothing else makes
+ * the step wait: its answer is news for one step, so one asked while the
+ * step still waits would expire unused, and every step until the wait
+ * ends would ask again. */
+static void verify_cached_failures(step *st)
+{
+	size_t n = sf_jd_len(st->comps);
+	for (size_t i = 0; i < n; i++) {
+		const sf_awp_comp *c = obs(st, i);
+		if (!c->unresolved && c->cached.state == SF_AWP_COMP_PRESENT &&
+		    !c->cached.deleting && c->cached.failed && !failure_confirmed(c) &&
+		    c->live.found == SF_AWP_LIVE_NONE)
+			act(st, SF_AWP_ACT_VERIFY, i);
+	}
+}
+
 static void step_running(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
@@ -1065,18 +1191,14 @@ static void step_running(step *st)
 		}
 		if (c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting) {
 			incomplete += c->completion_known && !c->cached.complete;
-			if (c->live.found == SF_AWP_LIVE_FOUND
-			        ? c->live.failed
-			        : (MUTANT(SF_AWP_MUT_FAILED_FROM_CACHE) && c->cached.failed)) {
+			if (failure_confirmed(c)) {
 				failed++; /* confirmed by a live read */
 			} else if (c->cached.failed) {
 				/* the cache's copy says Failed: it may be an
 				 * earlier incarnation's word; a reset needs the
-				 * live object's */
+				 * live object's (verify_cached_failures) */
 				doubt = 1;
-				if (c->live.found == SF_AWP_LIVE_NONE) {
-					act(st, SF_AWP_ACT_VERIFY, i);
-				} else {
+				if (c->live.found != SF_AWP_LIVE_NONE) {
 					st->plan->suppressed_stale = 1;
 					requeue(st, REQUEUE_NOT_READY_MS);
 				}
@@ -1122,6 +1244,7 @@ static void step_running(step *st)
 		return;
 	}
 	if (doubt) {
+		verify_cached_failures(st);
 		st->plan->why = "a cached Failed=True; confirming with a live read";
 		return;
 	}
@@ -1135,7 +1258,7 @@ static void step_running(step *st)
 		reset_or_fail(st, pods->terminal_failure, 1);
 		return;
 	}
-	if (pods_succeeded(st, pods) && incomplete == 0) {
+	if (pods_succeeded(st, pods, 0) && incomplete == 0 && !never_completes(st)) {
 		/* The caches say done. Succeeded ends the workload (Kueue
 		 * finishes it, QuotaReserved goes False): the live pods and
 		 * each component that reports its completion must say so. */
@@ -1213,7 +1336,7 @@ static void step_running(step *st)
 	if (evacuate(st))
 		return;
 	clear_cond(st, C_UNHEALTHY, "FoundNoFailedPods", "");
-	if ((int64_t)pods->running + pods->succeeded >= st->in->expected_pods) {
+	if ((int64_t)pods->running + succeeded_counted(st, pods, 0) >= st->in->expected_pods) {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "%d pods running; %d pods succeeded", pods->running,
 		         pods->succeeded);
@@ -1235,7 +1358,7 @@ static void step_running(step *st)
 	if (pr.present && strcmp(pr.status, "False") == 0 &&
 	    strcmp(pr.reason, "InsufficientPodsReady") == 0 && pr.ltt_ms > from)
 		from = pr.ltt_ms;
-	int64_t grace = pods_grace(st, pods);
+	int64_t grace = pods_grace(st, pods, 0);
 	if (st->now < from + grace) {
 		st->plan->why = "waiting for pods";
 		int64_t left = from + grace - st->now;
@@ -1250,7 +1373,7 @@ static void step_running(step *st)
 		confirm_with_live_list(st);
 		return;
 	}
-	if ((int64_t)live->running + live->succeeded >= st->in->expected_pods) {
+	if ((int64_t)live->running + succeeded_counted(st, live, 1) >= st->in->expected_pods) {
 		/* the cache is behind: enough pods exist */
 		st->plan->suppressed_pods = 1;
 		st->plan->why = "too few pods in the cache, enough in a live list";
@@ -1260,7 +1383,7 @@ static void step_running(step *st)
 	/* The live tally is judged by the rule the cache's is: a cache behind
 	 * that misses pods the live list finds (Pending, pulling an image)
 	 * must not cut their warmup grace down to the admission grace. */
-	int64_t live_grace = pods_grace(st, live);
+	int64_t live_grace = pods_grace(st, live, 1);
 	if (st->now < from + live_grace) {
 		st->plan->suppressed_pods = 1;
 		st->plan->why = "too few pods in the cache, all of them in a live list";

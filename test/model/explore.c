@@ -268,6 +268,41 @@ static int catchup_step(m_state *s, int labels, char *label, size_t ln)
 
 #define CATCHUP_MAX 400
 
+/* The states a catch-up run went through since the clock last moved. A
+ * run that comes back to one of them is going round in a circle (a
+ * controller that asks a live read, cannot act on its answer yet, and
+ * asks again): in the cluster the clock runs meanwhile, so a second
+ * passes there. */
+typedef struct loopset {
+	uint64_t h[CATCHUP_MAX + 1][2];
+	int n;
+} loopset;
+
+/* catchup_step, from s whose hash is h, with time passing in a circle:
+ * 3 for such a second (*label says so). */
+static int catchup_next(loopset *ls, m_state *s, const uint64_t h[2], int labels, char *label,
+                        size_t ln)
+{
+	for (int i = 0; i < ls->n; i++)
+		if (ls->h[i][0] == h[0] && ls->h[i][1] == h[1]) {
+			ls->n = 0;
+			if (!m_pass_second(s))
+				return 0;
+			if (label)
+				snprintf(label, ln, "1 s passes while the controller goes round (t=%d)",
+				         s->tick);
+			return 3;
+		}
+	if (ls->n <= CATCHUP_MAX) {
+		ls->h[ls->n][0] = h[0], ls->h[ls->n][1] = h[1];
+		ls->n++;
+	}
+	int r = catchup_step(s, labels, label, ln);
+	if (r == 1)
+		ls->n = 0;
+	return r;
+}
+
 static int verdict_id(search *S, const char *v)
 {
 	if (!v[0])
@@ -284,12 +319,15 @@ static int verdict_id(search *S, const char *v)
 
 /* The verdict of state s: run the catch-up (all caches catch up, requests
  * are answered, no perturbation, pods succeed, no new decisions by Kueue or
- * the user; time passes when nothing else happens) until nothing happens
- * for longer than the longest timer, and judge where it ended. */
+ * the user; time passes when nothing else happens, or when the run goes
+ * round in a circle) until nothing happens for longer than the longest
+ * timer, and judge where it ended. */
 static int liveness(search *S, const m_state *s0)
 {
+	static loopset ls;
 	uint64_t path[CATCHUP_MAX + 1][2];
 	int np = 0, verdict = -1, idle = 0;
+	ls.n = 0;
 	int idle_max = m_longest_timer() + 2;
 	m_state s = *s0;
 	uint8_t buf[M_PACK];
@@ -304,12 +342,12 @@ static int liveness(search *S, const m_state *s0)
 			path[np][0] = h[0], path[np][1] = h[1];
 			np++;
 		}
-		int r = catchup_step(&s, 0, NULL, 0);
+		int r = catchup_next(&ls, &s, h, 0, NULL, 0);
 		if (r == 0 || (r == 1 && ++idle > idle_max)) {
 			verdict = verdict_id(S, m_check_final(&s));
 			break;
 		}
-		if (r == 2)
+		if (r >= 2)
 			idle = 0;
 	}
 	if (verdict < 0)
@@ -445,13 +483,19 @@ static void print_trace(search *S, uint32_t last_parent, int last_succ, int live
 	}
 	if (liveness_tail) {
 		fprintf(stderr, "  catch-up run from the last state:\n");
+		static loopset ls;
 		int idle = 0, idle_max = m_longest_timer() + 2;
+		ls.n = 0;
 		for (int step = 0; step < CATCHUP_MAX; step++) {
 			char label[600];
-			int r = catchup_step(&s, 1, label, sizeof(label));
+			uint64_t h[2];
+			uint8_t hb[M_PACK];
+			size_t hn;
+			hash_state(&s, hb, &hn, h);
+			int r = catchup_next(&ls, &s, h, 1, label, sizeof(label));
 			if (r == 0 || (r == 1 && ++idle > idle_max))
 				break;
-			if (r == 2)
+			if (r >= 2)
 				idle = 0;
 			if (r == 1 && idle > 1)
 				continue;

@@ -2,13 +2,15 @@
  * model.h - an explicit-state model checker of the AppWrapper phase machine
  * (README.md beside this file).
  *
- * world.c holds the model: the real cluster (one AppWrapper, its Job's
- * incarnations and pods), the leader's caches as indexes into each
- * resource's history, the leader's memory of its term, and every transition
- * (environment, cache deliveries, reconciles running the real sf_awp_step,
- * requests and their answers, leader crashes), with the invariants.
- * explore.c enumerates every interleaving breadth-first up to a depth and
- * prints the shortest violating trace.
+ * world.c holds the model: the real cluster (one AppWrapper, its
+ * components - a Job, and in some scenarios a bare Pod or a Deployment -
+ * each with its incarnations, and their pods), the leader's caches as
+ * indexes into each resource's history, the leader's memory of its term,
+ * and every transition (environment and user edits, cache deliveries,
+ * reconciles running the real sf_awp_step, requests and their answers,
+ * leader crashes), with the invariants. explore.c enumerates every
+ * interleaving breadth-first up to a depth and prints the shortest
+ * violating trace.
  */
 #ifndef STEADFAST_TEST_MODEL_H
 #define STEADFAST_TEST_MODEL_H
@@ -17,6 +19,11 @@
 #include <stdint.h>
 
 /* ---- the bound ---- */
+
+/* Component kinds. The first component is always the Job; a scenario may
+ * give the AppWrapper a second one. */
+enum { M_NONE = 0, M_JOB, M_POD, M_DEPLOY };
+#define M_NCOMP 2
 
 /* One search: from a milestone (a state a scripted run of the model
  * reaches), every interleaving of at most depth transitions, with at most
@@ -35,7 +42,10 @@ typedef struct m_scen {
 	int lost_answers;    /* a write applied whose answer is lost */
 	int foreign_404s;    /* a proxy's 404 on a live GET or a DELETE */
 	int lingers;         /* a deleted Job stays, terminating (a foreign finalizer) */
-	int foreign_deletes; /* someone else deletes the Job (kubectl delete job) */
+	int foreign_deletes; /* someone else deletes a component (kubectl delete) */
+	int edits;           /* the user edits the AppWrapper's annotations */
+	int second;          /* the second component's kind: M_NONE, M_POD, M_DEPLOY */
+	int completions, parallelism; /* the Job's, when not the bound's (0) */
 	/* An executor variant (not controller.c's): the informer dropping the
 	 * copy a DELETE of ours was acknowledged for counts as gone when the
 	 * step's input is built (observe_components), not when the next
@@ -44,12 +54,12 @@ typedef struct m_scen {
 	int gone_on_observe;
 } m_scen;
 
-#define M_MAXSCEN 8
+#define M_MAXSCEN 16
 
 typedef struct m_bounds {
 	const char *name;
-	/* the Job component */
-	int completions, parallelism;
+	/* the Job component, and the Deployment's replicas */
+	int completions, parallelism, replicas;
 	/* settings, whole seconds */
 	int admission_grace, warmup_grace, failure_grace, retry_pause, retry_limit;
 	int forceful_grace, success_ttl, missing_grace;
@@ -85,18 +95,26 @@ void m_bounds_large(m_bounds *b);
 /* ---- between world.c and explore.c ---- */
 
 #define M_AWH 10   /* AppWrapper versions kept (the leader's view .. the latest) */
-#define M_JH 16    /* Job-name versions kept */
+#define M_JH 16    /* versions of a component's name kept */
 #define M_PH 28    /* pod-set versions kept (the leader's view .. the latest) */
 #define M_PODS 5   /* pods in one pod-set version */
-#define M_REQ 8    /* requests in flight */
+#define M_REQ 10   /* requests in flight */
 #define M_LP 5     /* pods a live list remembers */
 #define M_PACK 1024 /* bytes of a packed state, at most */
 
+/* The user's annotation edits (m_aw.ann): the retryLimit annotation set
+ * to 0 or to 2 (bits 0-1: none, ANN_RL0, ANN_RL2), and
+ * forcefulDeletionGracePeriodDuration set to 0s (bit 2). */
+enum { ANN_RL0 = 1, ANN_RL2 = 2, ANN_RL = 3, ANN_FG0 = 4 };
+
 typedef struct m_aw {
 	uint8_t exists, suspend, fin, deleting, psi; /* psi: Kueue's podSetInfos */
+	uint8_t ann;                                /* the user's edits (ANN_*) */
 	uint16_t status;                            /* interned status text, 0 = none */
 } m_aw;
 
+/* One version of a component's name (the Job's, the Pod's or the
+ * Deployment's; only a Job reports Failed or Complete). */
 typedef struct m_job {
 	uint8_t inc; /* the incarnation holding the name, 0 = none */
 	uint8_t failed, complete, deleting;
@@ -104,8 +122,11 @@ typedef struct m_job {
 
 enum { POD_PENDING = 1, POD_RUNNING, POD_SUCCEEDED, POD_FAILED };
 
+/* A labelled pod: made by incarnation inc of component own (the Job's
+ * controller, the Deployment's), or, for a Pod component, that very
+ * incarnation. */
 typedef struct m_pod {
-	uint8_t uid, inc, phase, deleting; /* uid 0: an empty slot */
+	uint8_t uid, inc, phase, deleting, own; /* uid 0: an empty slot */
 } m_pod;
 
 typedef struct m_podset {
@@ -123,16 +144,21 @@ enum {
 };
 
 typedef struct m_req {
-	uint8_t kind, a, b, c;
+	uint8_t kind, i, a, b, c; /* i: the component */
 } m_req;
 
-/* The leader's memory of this term (controller.c's aw_mem/comp_mem). */
-typedef struct m_leader {
+/* The leader's memory of one component (controller.c's comp_mem). */
+typedef struct m_cmem {
 	uint8_t create, create_msg;
 	uint8_t expect;    /* expect uid: a create of ours the cache has not shown */
 	uint8_t confirmed; /* tick + 1 when last seen created or present, 0 = never */
 	uint8_t deleted_uid, deleted_cached, delete_gone;
 	uint8_t live_found, live_failed, live_complete; /* last live GET, one step */
+} m_cmem;
+
+/* The leader's memory of this term (controller.c's aw_mem). */
+typedef struct m_leader {
+	m_cmem c[M_NCOMP];
 	uint8_t lp_have, lp_answered, lp_asked, lp_n;   /* last live LIST, one step */
 	m_pod lp[M_LP];
 	uint8_t deletes_acked, clock;
@@ -142,27 +168,32 @@ typedef struct m_leader {
 } m_leader;
 
 typedef struct m_state {
-	uint8_t naw, njob, jview, npod;
+	uint8_t naw, npod;
+	uint8_t njob[M_NCOMP], jview[M_NCOMP];
 	m_aw aw[M_AWH];        /* aw[0] is the leader's view, aw[naw-1] the real one */
-	m_job job[M_JH];       /* job[jview] is the leader's view, job[njob-1] the real one */
+	/* job[c][jview[c]] is the leader's view of component c's name,
+	 * job[c][njob[c]-1] the real one */
+	m_job job[M_NCOMP][M_JH];
 	m_podset pods[M_PH];   /* pods[0] is the leader's view, pods[npod-1] the real one */
-	uint8_t next_inc, next_pod, tick;
+	uint8_t next_inc[M_NCOMP], next_pod, tick;
 	/* budgets left */
 	uint8_t b_admit, b_preempt, b_udelete, b_podfail, b_pods, b_tick;
-	uint8_t b_crash, b_lost, b_f404, b_linger, b_fdel;
+	uint8_t b_crash, b_lost, b_f404, b_linger, b_fdel, b_edit;
 	/* for the invariants */
 	uint8_t kueue_admitted; /* Kueue's suspend=false stands */
-	uint8_t reset_mark;     /* incarnations up to this one predate the last reset */
 	uint8_t list_few;       /* the last live LIST saw too few running pods */
-	uint8_t complete_inc;   /* the last incarnation the Job controller marked Complete */
-	uint8_t failed_inc;     /* the last incarnation the Job controller marked Failed */
-	uint8_t fdel_inc;       /* the last incarnation someone else deleted */
-	uint8_t alive_ev;       /* the incarnation the last delivered CREATE 201 or
-	                         * adoption GET showed alive (ours, not deleting) */
-	uint8_t fdel_ok;        /* an incarnation someone else deleted after such an
-	                         * answer had shown it alive */
-	uint8_t podfail_inc;    /* the incarnation of the last pod that failed */
 	uint8_t failures;       /* pods that failed */
+	/* per component */
+	uint8_t reset_mark[M_NCOMP];   /* incarnations up to this one predate the last reset */
+	uint8_t complete_inc[M_NCOMP]; /* the last incarnation that completed (a Job's
+	                                * Complete=True, a Pod component Succeeded) */
+	uint8_t failed_inc[M_NCOMP];   /* the last incarnation the Job controller marked Failed */
+	uint8_t fdel_inc[M_NCOMP];     /* the last incarnation someone else deleted */
+	uint8_t alive_ev[M_NCOMP];     /* the incarnation the last delivered CREATE 201 or
+	                                * adoption GET showed alive (ours, not deleting) */
+	uint8_t fdel_ok[M_NCOMP];      /* an incarnation someone else deleted after such
+	                                * an answer had shown it alive */
+	uint8_t podfail_inc[M_NCOMP];  /* the incarnation of the last pod of its that failed */
 	uint8_t perturbed;      /* a perturbation that may fail the AppWrapper happened */
 	m_leader L;
 } m_state;
@@ -197,6 +228,9 @@ void m_describe(const m_state *s, char *buf, size_t n);
 /* The liveness verdict of a quiescent state reached by catch-up: "" when
  * its phase is the one the run should end in. */
 const char *m_check_final(const m_state *s);
+/* A second passes in a catch-up run (the run goes round in a circle);
+ * 0 when the catch-up's clock is at its end. */
+int m_pass_second(m_state *s);
 /* How many times sf_awp_step ran (the step cache serves repeats). */
 uint64_t m_steps_run(void);
 /* How many distinct phase-machine inputs the seeded mutation decided

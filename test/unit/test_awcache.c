@@ -93,10 +93,12 @@ static int same_labels(const sf_obj *whole, const sf_obj *kept)
 
 /* Ownership reads the same whole and as cached (sf_awc_owned_by for the
  * controller's uid, and not for another owner's); of the owner references
- * only uid and controller are kept (the owner's kind and name are read
- * live, never from the cache). */
+ * only uid and controller are kept - and, for a pod (named), the owner's
+ * apiVersion, kind and name, which say which component it is
+ * (sf_awp_pod_component); a component's owner's kind and name are read
+ * live, never from the cache. */
 static void same_ownership(const sf_obj *whole, const sf_obj *kept, const char *owner,
-                           const char *other)
+                           const char *other, int named)
 {
 	cr_assert(sf_awc_owned_by(sf_obj_root(whole), owner));
 	cr_assert(sf_awc_owned_by(sf_obj_root(kept), owner), "%s", kept->json);
@@ -109,7 +111,9 @@ static void same_ownership(const sf_obj *whole, const sf_obj *kept, const char *
 		sf_jv_iter it = sf_jv_iter_init(sf_jv_at(refs, i));
 		sf_jv k, v;
 		while (sf_jv_next(&it, &k, &v))
-			cr_assert(sf_jv_streq(k, "uid") || sf_jv_streq(k, "controller"),
+			cr_assert(sf_jv_streq(k, "uid") || sf_jv_streq(k, "controller") ||
+			              (named && (sf_jv_streq(k, "apiVersion") ||
+			                         sf_jv_streq(k, "kind") || sf_jv_streq(k, "name"))),
 			          "owner reference field %.*s kept: %s", (int)k.n, k.p, kept->json);
 	}
 }
@@ -142,7 +146,20 @@ Test(awcache, a_pod_as_cached_reads_the_same_as_the_whole_pod)
 		cr_assert_eq(sf_awn_pod_affected(sf_obj_root(whole), &h),
 		             sf_awn_pod_affected(sf_obj_root(kept), &h), "pod %zu", i);
 		cr_assert(same_labels(whole, kept), "pod %zu: %s", i, kept->json);
-		same_ownership(whole, kept, "u-job", "u-cm");
+		same_ownership(whole, kept, "u-job", "u-cm", 1);
+		/* which component it is reads the same: by its own name (a Pod
+		 * component), by its controller's (the Job) */
+		static const char *const css[] = {
+		    "[{\"name\":\"aw-job-x7\",\"kind\":\"Pod\",\"apiVersion\":\"v1\"}]",
+		    "[{\"name\":\"aw-job\",\"kind\":\"Job\",\"apiVersion\":\"batch/v1\"}]",
+		};
+		for (size_t k = 0; k < 2; k++) {
+			sf_jv comps = sf_jv_root(css[k], strlen(css[k]));
+			cr_assert_eq(sf_awp_pod_component(sf_obj_root(whole), comps), 0, "pod %zu",
+			             i);
+			cr_assert_eq(sf_awp_pod_component(sf_obj_root(kept), comps), 0,
+			             "pod %zu: %s", i, kept->json);
+		}
 		const char *same[] = {"spec.nodeName", "metadata.deletionTimestamp"};
 		for (size_t j = 0; j < sizeof(same) / sizeof(same[0]); j++) {
 			sf_jv x = sf_jv_path(sf_obj_root(whole), same[j]);
@@ -173,7 +190,7 @@ Test(awcache, a_component_as_cached_keeps_ownership_deletion_and_conditions)
 	sf_obj *kept = sf_obj_project(sf_obj_ref(whole), SF_AWCTL_COMPONENT_FIELDS);
 	cr_assert_lt(kept->len, whole->len, "%s", kept->json);
 	cr_assert_null(strstr(kept->json, "\"spec\""), "%s", kept->json);
-	same_ownership(whole, kept, "u-aw", "u-other");
+	same_ownership(whole, kept, "u-aw", "u-other", 0);
 	cr_assert_str_eq(kept->uid, "u-job");
 	cr_assert(same_labels(whole, kept), "%s", kept->json);
 	const char *same[] = {"status.conditions", "metadata.deletionTimestamp"};

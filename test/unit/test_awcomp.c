@@ -415,9 +415,55 @@ Test(awcomp, expected_pods)
 	cr_assert_eq(sf_awc_expected_pods(aw, &n, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(n, 4);
 
+	/* one component's alone */
+	static const int64_t each[] = {3, 1, 2, 0, 6};
+	aw = AW("{'template':" JOB("'parallelism':3,") "},{'template':" POD(
+	    "") "},"
+	        "{'template':{'apiVersion':'apps/v1','kind':'Deployment','metadata':{'name':'d'},"
+	        "'spec':{'replicas':2,'template':{'spec':" PODSPEC "}}}},"
+	        "{'template':{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'c'}}},"
+	        "{'podSets':[{'path':'template','replicas':5},{'path':'template.spec'}],"
+	        "'template':{'apiVersion':'x/v1','kind':'X','metadata':{'name':'x'}}}");
+	for (size_t i = 0; i < 5; i++) {
+		cr_assert_eq(sf_awc_component_expected_pods(aw, i, &n, err, sizeof(err)), 0, "%s",
+		             err);
+		cr_assert_eq(n, each[i], "component %zu", i);
+	}
+	cr_assert_eq(sf_awc_component_expected_pods(aw, 5, &n, err, sizeof(err)), -EINVAL);
+
 	aw = AW("{'template':{'apiVersion':'v1','kind':'Pod','metadata':{'name':'bad'}}}");
 	cr_assert_eq(sf_awc_expected_pods(aw, &n, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "component 0 (Pod bad)"), "%s", err);
+}
+
+/* Kinds whose pods run until the object is deleted, by group and kind
+ * (any version); the rest may complete, or say nothing. */
+Test(awcomp, kinds_that_never_complete)
+{
+	static const char *never[][2] = {
+	    {"apps/v1", "Deployment"},       {"apps/v1", "StatefulSet"},
+	    {"apps/v1", "ReplicaSet"},       {"apps/v1", "DaemonSet"},
+	    {"v1", "ReplicationController"}, {"leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"},
+	    {"ray.io/v1", "RayCluster"},     {"ray.io/v1alpha1", "RayCluster"},
+	};
+	static const char *may[][2] = {
+	    {"batch/v1", "Job"},
+	    {"v1", "Pod"},
+	    {"jobset.x-k8s.io/v1alpha2", "JobSet"},
+	    {"kubeflow.org/v1", "PyTorchJob"},
+	    {"ray.io/v1", "RayJob"},
+	    {"v1", "ConfigMap"},
+	    {"example.com/v1", "Deployment"},
+	    {"apps/v1", "Pod"},
+	    {"v1", "Deployment"},
+	};
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		cr_assert(sf_awc_kind_never_completes(never[i][0], never[i][1]), "%s %s",
+		          never[i][0], never[i][1]);
+	for (size_t i = 0; i < sizeof(may) / sizeof(may[0]); i++)
+		cr_assert_not(sf_awc_kind_never_completes(may[i][0], may[i][1]), "%s %s", may[i][0],
+		              may[i][1]);
+	cr_assert_not(sf_awc_kind_never_completes(NULL, "Deployment"));
 }
 
 Test(awcomp, component_podsets_prefers_status)

@@ -85,7 +85,8 @@ static char *cond_json(const char *type, const char *status, const char *reason,
 
 typedef struct snap {
 	char *json;
-	sf_awp_comp comp[1];
+	sf_awp_comp comp[2];
+	size_t ncomp; /* 0: one */
 	sf_awp_pods pods;
 	int64_t expected;
 	int64_t now;
@@ -113,7 +114,7 @@ static void run(snap *s)
 	    .s = &set,
 	    .now_ms = s->now ? s->now : NOW,
 	    .comp = s->comp,
-	    .ncomp = 1,
+	    .ncomp = s->ncomp ? s->ncomp : 1,
 	    .pods = &s->pods,
 	    .expected_pods = s->expected ? s->expected : 1,
 	    .live_pods = s->have_live ? &lp : NULL,
@@ -142,10 +143,14 @@ static void run_confirmed(snap *s)
 	s->live = s->pods;
 	s->live_ms = s->now ? s->now : NOW;
 	s->live_asked = s->deletes_acked + 1;
-	s->comp[0].live.found =
-	    s->comp[0].cached.state == SF_AWP_COMP_ABSENT ? SF_AWP_LIVE_MISSING : SF_AWP_LIVE_FOUND;
-	s->comp[0].live.failed = s->comp[0].cached.failed;
-	s->comp[0].live.complete = s->comp[0].cached.complete;
+	for (size_t i = 0; i < (s->ncomp ? s->ncomp : 1); i++) {
+		sf_awp_comp *c = &s->comp[i];
+		c->live.found = c->cached.state == SF_AWP_COMP_ABSENT ? SF_AWP_LIVE_MISSING
+		                                                      : SF_AWP_LIVE_FOUND;
+		c->live.failed = c->cached.failed;
+		c->live.complete = c->cached.complete;
+		c->live_succeeded = c->succeeded;
+	}
 	run(s);
 }
 
@@ -1215,6 +1220,276 @@ Test(awphase, running_success_in_the_caches_needs_live_reads_that_agree)
 		cr_assert(s.plan.suppressed_stale);
 		done(&s);
 	}
+}
+
+/* ---- two components: success is each component's, never a sum ---- */
+
+/* A Job of completions 2 and parallelism 1: one pod expected, two left
+ * Succeeded once it is Complete. */
+static const char *JOB_2_1_TEMPLATE =
+    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"job-a\"},"
+    "\"spec\":{\"completions\":2,\"parallelism\":1,\"template\":{\"spec\":{\"restartPolicy\":"
+    "\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}}}";
+
+static const char *POD_TEMPLATE =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-b\"},"
+    "\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"c\",\"image\":"
+    "\"busybox\"}]}}";
+
+/* a Deployment of `replicas` pods */
+static char *deploy_template(int replicas)
+{
+	char *s = NULL;
+	cr_assert(asprintf(&s,
+	                   "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
+	                   "\"name\":\"deploy-b\"},\"spec\":{\"replicas\":%d,\"selector\":{"
+	                   "\"matchLabels\":{\"app\":\"b\"}},\"template\":{\"metadata\":{\"labels\":"
+	                   "{\"app\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+	                   "\"busybox\"}]}}}}",
+	                   replicas) > 0);
+	return s;
+}
+
+/* A Running AppWrapper (deployed at t0) of the Job above and a second
+ * component: template, and its componentStatus kind, apiVersion, name, pod
+ * set path and replicas. */
+static char *running_two(int64_t t0, const char *second, const char *kind, const char *api,
+                         const char *name, const char *path, int replicas)
+{
+	char *q = cond_json("QuotaReserved", "True", "Resuming", t0);
+	char *r = cond_json("ResourcesDeployed", "True", "Resuming", t0);
+	char *p = cond_json("PodsReady", "False", "Resuming", t0);
+	char *u = cond_json("Unhealthy", "False", "Resuming", t0);
+	char *cr = cond_json("ResourcesDeployed", "True", "ComponentCreatedSuccessfully", t0);
+	char *s = NULL;
+	cr_assert(asprintf(&s,
+	                   "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	                   "\"metadata\":{\"name\":\"aw\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+	                   "\"resourceVersion\":\"10\"," FIN "},\"spec\":{\"suspend\":false,"
+	                   "\"components\":[{\"template\":%s},{\"template\":%s}]},"
+	                   "\"status\":{\"phase\":\"Running\",\"resettingCount\":0,\"conditions\":"
+	                   "[%s,%s,%s,%s],\"componentStatus\":["
+	                   "{\"name\":\"job-a\",\"kind\":\"Job\",\"apiVersion\":\"batch/v1\","
+	                   "\"podSets\":[{\"replicas\":1,\"path\":\"template.spec.template\"}],"
+	                   "\"conditions\":[%s]},"
+	                   "{\"name\":\"%s\",\"kind\":\"%s\",\"apiVersion\":\"%s\",\"podSets\":"
+	                   "[{\"replicas\":%d,\"path\":\"%s\"}],\"conditions\":[%s]}]}}",
+	                   JOB_2_1_TEMPLATE, second, q, r, p, u, cr, name, kind, api, replicas,
+	                   path, cr) > 0);
+	free(q), free(r), free(p), free(u), free(cr);
+	return s;
+}
+
+/* The Job is Complete with its two pods Succeeded; cache and live reads
+ * agree. */
+static void job_done(snap *s)
+{
+	s->ncomp = 2;
+	s->expected = 2;
+	s->comp[0].cached.state = SF_AWP_COMP_PRESENT;
+	s->comp[0].completion_known = 1;
+	s->comp[0].cached.complete = 1;
+	s->comp[0].succeeded = 2;
+	s->comp[1].cached.state = SF_AWP_COMP_PRESENT;
+	s->pods.succeeded = 2;
+	s->pods.total = 2;
+}
+
+/* What the live reads answer: the caches' view. */
+static void live_agrees(snap *s)
+{
+	s->have_live = 1;
+	s->live = s->pods;
+	s->live_ms = NOW;
+	s->live_asked = s->deletes_acked + 1;
+	for (size_t i = 0; i < s->ncomp; i++) {
+		s->comp[i].live.found = SF_AWP_LIVE_FOUND;
+		s->comp[i].live.complete = s->comp[i].cached.complete;
+		s->comp[i].live_succeeded = s->comp[i].succeeded;
+	}
+}
+
+static void assert_not_succeeded(const snap *s, const char *what)
+{
+	cr_assert(s->plan.status == NULL || strcmp(pphase(s), "Running") == 0,
+	          "%s: phase %s", what, s->plan.status ? pphase(s) : "(unchanged)");
+	cr_assert(s->plan.status == NULL || strcmp(pcond(s, "QuotaReserved").status, "True") == 0,
+	          "%s: QuotaReserved released", what);
+}
+
+/* Found by the model checker (F5): the Job's surplus pod stood in for the
+ * Pod component's. pod-b runs, being deleted by someone else (a Running
+ * pod with a deletionTimestamp is not counted as running, as upstream),
+ * and its own cache has not seen the deletion: the Job's two Succeeded
+ * pods made "2 succeeded of 2 expected", and the AppWrapper was Succeeded
+ * (QuotaReserved False) while pod-b ran and had never completed. */
+Test(awphase, a_jobs_surplus_pods_never_stand_in_for_a_pod_components)
+{
+	snap s = {.json = running_two(NOW - 10000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template",
+	                              1)};
+	job_done(&s);
+	s.pods.total = 3; /* pod-b: Running, deleting */
+	live_agrees(&s);
+	run(&s);
+	assert_not_succeeded(&s, "pod-b never succeeded");
+	done(&s);
+
+	/* once pod-b succeeded too, it is Succeeded */
+	s = (snap){.json = running_two(NOW - 10000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template",
+	                               1)};
+	job_done(&s);
+	s.comp[1].succeeded = 1;
+	s.pods.succeeded = s.pods.total = 3;
+	run_confirmed(&s);
+	cr_assert_str_eq(pphase(&s), "Succeeded");
+	cr_assert_str_eq(pcond(&s, "QuotaReserved").status, "False");
+	cr_assert_str_eq(pcond(&s, "QuotaReserved").message,
+	                 "3 pods succeeded and no running, pending, or failed pods");
+	done(&s);
+}
+
+/* Found by the model checker (F5): a Deployment whose controller has made
+ * no pod yet (slow, or its pods refused); the Job's two pods made "2
+ * succeeded of 2 expected". A Deployment never completes: while it
+ * expects pods, the AppWrapper is never Succeeded - not even when a pod
+ * of it ends Succeeded (a graceful stop with exit code 0), which no
+ * component claims (it is its ReplicaSet's). */
+Test(awphase, a_component_that_never_completes_blocks_success)
+{
+	char *d = deploy_template(1);
+	for (int stray = 0; stray < 2; stray++) {
+		snap s = {.json = running_two(NOW - 10000, d, "Deployment", "apps/v1", "deploy-b",
+		                              "template.spec.template", 1)};
+		job_done(&s);
+		if (stray)
+			s.pods.succeeded = s.pods.total = 3;
+		live_agrees(&s);
+		run(&s);
+		assert_not_succeeded(&s, stray ? "a Deployment's pod Succeeded"
+		                               : "the Deployment has made no pod");
+		done(&s);
+	}
+	free(d);
+
+	/* one of no replicas expects no pod, and runs none: as upstream,
+	 * the Job's success is the AppWrapper's */
+	d = deploy_template(0);
+	snap s = {.json = running_two(NOW - 10000, d, "Deployment", "apps/v1", "deploy-b",
+	                              "template.spec.template", 0)};
+	free(d);
+	job_done(&s);
+	s.expected = 1;
+	run_confirmed(&s);
+	cr_assert_str_eq(pphase(&s), "Succeeded");
+	done(&s);
+}
+
+/* The same count decides readiness: the Job's surplus pod does not make
+ * up for the Deployment's, which never left Pending (unschedulable).
+ * Upstream said PodsReady=True ("0 pods running; 2 pods succeeded") and
+ * held the quota for good; past the warmup grace, with a live list
+ * answered after it that agrees, it is InsufficientPodsReady (a reset),
+ * as for a Job that leaves no surplus. */
+Test(awphase, a_jobs_surplus_pods_never_make_another_component_ready)
+{
+	char *d = deploy_template(1);
+	snap s = {.json = running_two(NOW - 3600000, d, "Deployment", "apps/v1", "deploy-b",
+	                              "template.spec.template", 1)};
+	free(d);
+	job_done(&s);
+	s.pods.pending = 1;
+	s.pods.total = 3;
+	live_agrees(&s);
+	run(&s);
+	cr_assert_str_neq(pcond(&s, "PodsReady").status, "True");
+	cr_assert_str_eq(pphase(&s), "Resetting");
+	sf_aw_cond u = pcond(&s, "Unhealthy");
+	cr_assert_str_eq(u.reason, "InsufficientPodsReady");
+	cr_assert_str_eq(u.message, "1 pods pending; 0 pods running; 2 pods succeeded");
+	done(&s);
+}
+
+/* Which component a pod is: the Pod component itself by its name; a pod
+ * whose controller owner reference names a component (group, kind, name)
+ * that component; a pod of an intermediate owner (a Deployment's
+ * ReplicaSet) or of none, no component. */
+Test(awphase, a_pod_is_claimed_by_the_component_it_is_or_its_controller_names)
+{
+	static const char *cs =
+	    "[{\"name\":\"job-a\",\"kind\":\"Job\",\"apiVersion\":\"batch/v1\"},"
+	    "{\"name\":\"pod-b\",\"kind\":\"Pod\",\"apiVersion\":\"v1\"},"
+	    "{\"name\":\"deploy-c\",\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\"},"
+	    "{\"name\":\"\",\"kind\":\"Job\",\"apiVersion\":\"batch/v1\"}]";
+	static const struct {
+		const char *pod;
+		int want;
+	} cases[] = {
+	    {"{\"metadata\":{\"name\":\"job-a-x1\",\"ownerReferences\":[{"
+	     "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\"job-a\",\"uid\":\"j1\","
+	     "\"controller\":true}]}}",
+	     0},
+	    /* another version of the same group */
+	    {"{\"metadata\":{\"name\":\"job-a-x2\",\"ownerReferences\":[{"
+	     "\"apiVersion\":\"batch/v2\",\"kind\":\"Job\",\"name\":\"job-a\",\"uid\":\"j1\","
+	     "\"controller\":true}]}}",
+	     0},
+	    {"{\"metadata\":{\"name\":\"pod-b\",\"ownerReferences\":[{"
+	     "\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"name\":\"aw\","
+	     "\"uid\":\"u-1\",\"controller\":true}]}}",
+	     1},
+	    {"{\"metadata\":{\"name\":\"deploy-c-5d8f-x\",\"ownerReferences\":[{\"apiVersion\":"
+	     "\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"deploy-c-5d8f\",\"uid\":\"r1\","
+	     "\"controller\":true}]}}",
+	     -1},
+	    /* a Job of that name in another group */
+	    {"{\"metadata\":{\"name\":\"x\",\"ownerReferences\":[{\"apiVersion\":\"other.io/v1\","
+	     "\"kind\":\"Job\",\"name\":\"job-a\",\"uid\":\"o1\",\"controller\":true}]}}",
+	     -1},
+	    /* an owner that is not the controller */
+	    {"{\"metadata\":{\"name\":\"y\",\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+	     "\"kind\":\"Job\",\"name\":\"job-a\",\"uid\":\"j1\"}]}}",
+	     -1},
+	    {"{\"metadata\":{\"name\":\"z\"}}", -1},
+	};
+	sf_jv arr = sf_jv_root(cs, strlen(cs));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sf_jv pod = sf_jv_root(cases[i].pod, strlen(cases[i].pod));
+		cr_assert_eq(sf_awp_pod_component(pod, arr), cases[i].want, "case %zu", i);
+	}
+}
+
+/* G1, found by the model checker's liveness check: one component absent
+ * from the cache within its missing-component grace, another's cached
+ * copy Failed=True. The step returns at the first before it could use a
+ * live read of the second, so asking one then only made a GET whose
+ * answer expired unused (news for one step), and the next step asked
+ * again: a live GET every reconcile until the grace ended. It is asked
+ * once nothing else makes the step wait. */
+Test(awphase, a_cached_failure_is_not_read_live_while_another_component_waits)
+{
+	snap s = {.json = running_two(NOW - 60000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template",
+	                              1)};
+	s.ncomp = 2;
+	s.expected = 2;
+	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
+	s.comp[0].cached.failed = 1;
+	s.comp[0].completion_known = 1;
+	s.comp[1].cached.state = SF_AWP_COMP_ABSENT;
+	s.comp[1].confirmed_ms = NOW - 1000; /* within the grace */
+	run(&s);
+	cr_assert(s.plan.suppressed_missing);
+	cr_assert_null(s.plan.status);
+	cr_assert_not(has_act(&s, SF_AWP_ACT_VERIFY), "a live read that could not be used");
+	cr_assert_eq(s.plan.requeue_ms, set.missing_grace_ms - 1000);
+	sf_awp_plan_free(&s.plan);
+
+	/* the second component seen again: the cached failure is read live */
+	s.comp[1].cached.state = SF_AWP_COMP_PRESENT;
+	run(&s);
+	cr_assert_eq(s.plan.nacts, 1);
+	cr_assert_eq(s.plan.acts[0].kind, SF_AWP_ACT_VERIFY);
+	cr_assert_eq(s.plan.acts[0].idx, 0);
+	done(&s);
 }
 
 /* Long after deployment, one step sees too few pods (PodsReady True a
