@@ -19,7 +19,7 @@
  * may fail the AppWrapper for it, and a NoExecute node (Autopilot) with a
  * live GET of the node before the machine may evacuate from it.
  */
-#include "steadfast/controller.h"
+#include "ctl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -49,7 +49,6 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
 /* pods by spec.nodeName, to find who a node change concerns */
 #define NODE_INDEX "node"
 
-#define LOGGER "appwrapper"
 #define FIELD_MANAGER "steadfast"
 #define NOT_READY_RETRY_MS 200
 #define KIND_SYNC_WAIT_MS 10000
@@ -58,54 +57,6 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
  * nothing: such a component is only looked up, not created again, for
  * this long (kube-apiserver's default request timeout). */
 #define LOST_CREATE_SETTLE_MS 60000
-
-/* ---- per AppWrapper memory (this term only) ----
- *
- * Every AppWrapper the leader has seen keeps one of these, so it is kept
- * small: the uids a component record remembers are allocated only while
- * they matter (a create not yet seen, a delete not yet gone), and the
- * record's key and uid live in its own allocation. What is remembered is
- * an optimisation, never evidence: when a uid cannot be allocated it is
- * simply not remembered, and an absent component is still read live
- * before anything is concluded from its absence. */
-
-typedef struct comp_mem {
-	sf_awp_create_outcome create;
-	sf_awp_confirmed live; /* the last live GET's answer: news for one step */
-	char *create_msg;      /* owned; NULL = none */
-	/* the name the API server chose for the object a create of ours made
-	 * or adopted (generateName), until the status records it (owned) */
-	char *created_name;
-	int64_t lost_create_ms; /* mono: a generated create's answer was lost */
-	char *expect_uid;       /* a create of ours not yet seen in the cache
-	                         * (owned; NULL = none) */
-	int64_t expect_ms;      /* mono */
-	int64_t confirmed_ms;   /* wall */
-	char *deleted_uid;      /* the object we asked to delete (owned; NULL) */
-	int delete_gone;
-	/* deleted_uid was the cache's copy: once the cache holds nothing by
-	 * that name, its informer saw the object go (a DELETED event or a
-	 * relist without it), so no live read is needed to know it is gone */
-	int deleted_cached;
-} comp_mem;
-
-typedef struct aw_mem {
-	/* the resourceVersion our last write returned, as its etcd revision
-	 * (0 = none, or one that does not order: sf_rv_number) */
-	uint64_t written_rv;
-	size_t n;
-	comp_mem *comp;
-	/* the last live LIST of the pods (SF_AWP_ACT_LIST_PODS), for the
-	 * next step only (owned; NULL = none) */
-	struct live_pods *live_pods;
-	/* the evidence clock when a DELETE of a component or pod of this
-	 * AppWrapper was last acknowledged in this term (0 = none) */
-	uint64_t deletes_acked;
-	/* the nodes the last live node reads (SF_AWP_ACT_VERIFY_NODES)
-	 * confirmed NoExecute for a pod there, for the next step only; owned */
-	sf_awp_nodes *noexec_live;
-	char strs[]; /* key (the map's), then uid, NUL-terminated */
-} aw_mem;
 
 static const char *mem_key(const void *m)
 {
@@ -116,38 +67,6 @@ static const char *mem_uid(const aw_mem *m)
 {
 	return m->strs + strlen(m->strs) + 1;
 }
-
-/* ---- requests in flight ---- */
-
-typedef struct op op;
-
-typedef struct req {
-	struct req *prev, *next;
-	sf_awctl *c;
-	op *o;
-	sf_kube_call *call;
-	void (*done)(struct req *r, const sf_kube_result *res);
-	size_t idx;
-	sf_kind *k;
-	int force;
-	int uid_cached; /* uid is the cache's copy's (else a live read's) */
-	/* the component's name is generated: only a live LIST by owner and
-	 * index says that none is left (one name's 404 does not) */
-	int generated;
-	char name[254];
-	char uid[64];
-	struct live_pods *pl;  /* a live pod LIST's tally (owned) */
-	struct found_list *fl; /* a live LIST of a component's kind (owned) */
-	char *body;            /* a create to send after a lookup (owned) */
-} req;
-
-/* An object's name and UID from a live LIST: a pod to delete, or an
- * incarnation of a component with a generated name. */
-typedef struct pod_ref {
-	char *name;
-	char uid[64];
-	int deleting; /* has a deletionTimestamp */
-} pod_ref;
 
 /* A live LIST of one kind, by the AppWrapper's label: the objects that are
  * component idx of this AppWrapper (sf_awc_generated_match). */
@@ -168,17 +87,6 @@ static void found_list_free(found_list *f)
 	free(f);
 }
 
-typedef struct live_pods {
-	sf_awp_live_pods lp;
-	sf_aw_settings s;
-	pod_ref *refs;
-	size_t n, cap;
-	/* per component of the AppWrapper the LIST was sent for, the
-	 * Succeeded pods of its own the list found (owned) */
-	int32_t *succeeded;
-	size_t ncomp;
-} live_pods;
-
 static void live_pods_free(live_pods *l)
 {
 	if (!l)
@@ -190,99 +98,10 @@ static void live_pods_free(live_pods *l)
 	free(l);
 }
 
-struct op {
-	sf_awctl *c;
-	uint64_t term;
-	char *key;
-	sf_obj *aw;
-	sf_awp_plan plan;
-	int pending;
-	int results; /* outcomes the next step must see */
-	int failed;
-	int wrote;
-	int status_write; /* the write is a status write (else metadata) */
-	int64_t t0;
-	sf_awp_nodes *noexec;      /* the node cache's suspects (owned), or NULL */
-	sf_awp_nodes *noexec_live; /* what the live reads confirm (owned) */
-	live_pods *live_pods;      /* the live list the step read, for DELETE_PODS (owned) */
-	int node_reads;            /* live node reads still out */
-	int node_read_failed;
-	uv_timer_t *node_delay; /* fault injection: the reads wait for it */
-};
-
 /* upper bounds in seconds of the reconcile time histogram */
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60};
 
-struct sf_awctl {
-	uv_loop_t *loop;
-	sf_kube_client *client;
-	sf_aw_config cfg;
-	char *ns;
-	long expect_timeout_ms;
-	long fault_delay_ms;
-	long fault_pod_delay_ms;
-	long fault_comp_delay_ms;
-	long fault_coalesce_ms;
-	long fault_lost_creates; /* create answers still to drop */
-	long fault_crash_after;  /* kill the process after this many writes */
-	long writes_acked;       /* (counted only for fault_crash_after) */
-	long fault_stall_ms, fault_progress_ms;
-	long fault_node_check_ms;
-	sf_informer *aw_inf;
-	sf_informer *pod_inf;
-	/* Nodes, for Autopilot's monitoring (cfg.autopilot.monitor_nodes),
-	 * else NULL. Every replica, like the other caches; the leader acts on
-	 * it only after a list asked since it took the lead, and only on what
-	 * a live read confirms. */
-	sf_informer *node_inf;
-	int64_t lead_ns; /* mono, when this term's lead began */
-	sf_kinds *kinds; /* component kinds: every replica, from the AppWrapper informer */
-	sf_queue *queue;
-	sf_events *events;
-	sf_strmap *mem;
-	sf_strmap *phase_counts; /* ns -> unsigned long[SF_AW_NPHASES] */
-	req *reqs;
-	sf_admcheck *admcheck;   /* the start-up look at installed admission */
-	sf_admparams *admparams; /* the leader's upkeep of its parameters, or NULL */
-	sf_slackcq *slackcq;     /* the leader's upkeep of the slack queue's limits, or NULL */
-	int started;
-	int leading;
-	uint64_t term;
-	sf_barrier *barrier; /* this term's, while it waits */
-	uint64_t fresh_term; /* the term whose barrier has passed */
-	void (*ready)(void *ud, int err);
-	void *ready_ud;
-	int stopping;
-	unsigned ops;            /* reconciles in progress */
-	int queue_close_pending; /* close the queue once ops drain */
-	int closing_parts;
-	void (*stop_cb)(void *ud);
-	void *stop_ud;
-	sf_awctl_stats st;
-	/* The evidence clock: advanced at every live read sent and every
-	 * DELETE acknowledged, so that a step can tell whether a live answer
-	 * was asked after a delete was done (awphase.h). */
-	uint64_t evclock;
-	unsigned long res_success, res_error, res_requeue, res_requeue_after;
-	sf_prom_hist reconcile_time;
-};
-
 static void enqueue_key(sf_awctl *c, const char *key);
-
-static int64_t mono_ms(void)
-{
-	return sf_mono_ns() / SF_NSEC_PER_MSEC;
-}
-
-static int64_t wall_ms(void)
-{
-	return sf_wall_ns() / SF_NSEC_PER_MSEC;
-}
-
-static uint64_t ev_tick(sf_awctl *c)
-{
-	return ++c->evclock;
-}
 
 /* Fault injection (fault_crash_after_write): a write was acknowledged. */
 static void write_acked(sf_awctl *c, const char *what)
