@@ -58,16 +58,6 @@ static const sf_gvr GVR_NODES = {"", "v1", "nodes", 0};
  * this long (kube-apiserver's default request timeout). */
 #define LOST_CREATE_SETTLE_MS 60000
 
-static const char *mem_key(const void *m)
-{
-	return ((const aw_mem *)m)->strs;
-}
-
-static const char *mem_uid(const aw_mem *m)
-{
-	return m->strs + strlen(m->strs) + 1;
-}
-
 /* A live LIST of one kind, by the AppWrapper's label: the objects that are
  * component idx of this AppWrapper (sf_awc_generated_match). */
 typedef struct found_list {
@@ -87,17 +77,6 @@ static void found_list_free(found_list *f)
 	free(f);
 }
 
-static void live_pods_free(live_pods *l)
-{
-	if (!l)
-		return;
-	for (size_t i = 0; i < l->n; i++)
-		free(l->refs[i].name);
-	free(l->refs);
-	free(l->succeeded);
-	free(l);
-}
-
 /* upper bounds in seconds of the reconcile time histogram */
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60};
 
@@ -115,77 +94,12 @@ static void write_acked(sf_awctl *c, const char *what)
 	raise(SIGKILL);
 }
 
-/* ---- memory ---- */
-
-/* Sets *dst to a copy of uid ("" or NULL: none), or to none when the copy
- * cannot be made (see above: what is remembered is never evidence). */
-static void uid_set(char **dst, const char *uid)
-{
-	free(*dst);
-	*dst = uid && *uid ? strdup(uid) : NULL;
-}
-
-/* Whether mine (NULL: none) is uid. */
-static int uid_is(const char *mine, const char *uid)
-{
-	return mine && uid && strcmp(mine, uid) == 0;
-}
-
-static void mem_free(void *v)
-{
-	aw_mem *m = v;
-	if (m) {
-		for (size_t i = 0; i < m->n; i++) {
-			free(m->comp[i].create_msg);
-			free(m->comp[i].created_name);
-			free(m->comp[i].expect_uid);
-			free(m->comp[i].deleted_uid);
-		}
-		free(m->comp);
-		free(m->noexec_live);
-		live_pods_free(m->live_pods);
-	}
-	free(m);
-}
-
-static aw_mem *mem_get(sf_awctl *c, const char *key, const sf_obj *aw, size_t ncomp)
-{
-	aw_mem *m = sf_strmap_get(c->mem, key);
-	if (m && strcmp(mem_uid(m), aw->uid) != 0) {
-		/* a new object under an old name */
-		sf_strmap_remove(c->mem, key, NULL);
-		mem_free(m);
-		m = NULL;
-	}
-	if (!m) {
-		size_t kl = strlen(key), ul = strlen(aw->uid);
-		m = calloc(1, sizeof(*m) + kl + ul + 2);
-		if (!m)
-			return NULL;
-		memcpy(m->strs, key, kl + 1);
-		memcpy(m->strs + kl + 1, aw->uid, ul + 1);
-		if (sf_strmap_put(c->mem, m->strs, m, NULL) < 0) {
-			free(m);
-			return NULL;
-		}
-	}
-	if (m->n < ncomp) {
-		comp_mem *nc = realloc(m->comp, ncomp * sizeof(*nc));
-		if (!nc)
-			return NULL;
-		memset(nc + m->n, 0, (ncomp - m->n) * sizeof(*nc));
-		m->comp = nc;
-		m->n = ncomp;
-	}
-	return m;
-}
-
 /* ---- requests ---- */
 
 static void req_free(req *r)
 {
 	if (r) {
-		live_pods_free(r->pl);
+		sf_awctl_live_pods_free(r->pl);
 		found_list_free(r->fl);
 		free(r->body);
 	}
@@ -353,10 +267,8 @@ static void aw_delete(void *ud, sf_obj *obj)
 	sf_awctl *c = ud;
 	if (obj->name[0]) {
 		const char *key = sf_obj_key(obj);
-		void *m = NULL;
 		sf_kinds_untrack(c->kinds, key);
-		if (sf_strmap_remove(c->mem, key, &m) == 0)
-			mem_free(m);
+		sf_awctl_mem_forget(c->mem, key);
 	}
 }
 
@@ -652,7 +564,7 @@ static void op_free(op *o)
 	sf_obj_unref(o->aw);
 	free(o->noexec);
 	free(o->noexec_live);
-	live_pods_free(o->live_pods);
+	sf_awctl_live_pods_free(o->live_pods);
 	free(o->key);
 	free(o);
 }
@@ -702,7 +614,7 @@ static aw_mem *op_mem(op *o)
 		return NULL;
 	size_t n = sf_jv_len(sf_jv_path(sf_obj_root(o->aw), "status.componentStatus"));
 	size_t m = sf_jv_len(sf_jv_path(sf_obj_root(o->aw), "spec.components"));
-	return mem_get(o->c, o->key, o->aw, n > m ? n : m);
+	return sf_awctl_mem_get(o->c->mem, o->key, o->aw->uid, n > m ? n : m);
 }
 
 static void log_result(const char *what, const op *o, const sf_kube_result *res)
@@ -756,26 +668,6 @@ static void set_create(op *o, size_t i, sf_awp_create_outcome oc, const char *ms
 	o->results++;
 }
 
-/* The component exists as ours (created or adopted) with this uid: until
- * the cache shows it, it is pending rather than absent. */
-static void comp_made(comp_mem *cm, const char *uid)
-{
-	uid_set(&cm->expect_uid, uid);
-	cm->expect_ms = mono_ms();
-	cm->confirmed_ms = wall_ms();
-	cm->delete_gone = 0;
-	cm->live = (sf_awp_confirmed){0};
-	uid_set(&cm->deleted_uid, NULL);
-	cm->deleted_cached = 0;
-}
-
-static void created_name_set(comp_mem *cm, const char *name)
-{
-	free(cm->created_name);
-	cm->created_name = name && *name ? strdup(name) : NULL;
-	cm->lost_create_ms = 0;
-}
-
 static int cond_true(sf_jv obj, const char *type);
 
 /* What res says about r's component, for the sf_awp_read_* rules: the one
@@ -807,8 +699,8 @@ static void answer_of(op *o, const req *r, const sf_kube_result *res, sf_awp_ans
 		const char *cc = kind_complete_cond(r->k);
 		a->owned = sf_awc_owned_by(obj, o->aw->uid);
 		a->deleting = sf_jv_ok(sf_jv_path(obj, "metadata.deletionTimestamp"));
-		a->ours_gone =
-		    m && r->idx < m->n && uid_is(m->comp[r->idx].deleted_uid, res->obj->uid);
+		a->ours_gone = m && r->idx < m->n &&
+		               sf_awctl_uid_is(m->comp[r->idx].deleted_uid, res->obj->uid);
 		a->failed = kind_reports_failed(r->k) && cond_true(obj, "Failed");
 		a->complete = cc && cond_true(obj, cc);
 	}
@@ -826,7 +718,7 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 	} else if (oc == SF_AWP_CREATE_OK) {
 		aw_mem *m = op_mem(o);
 		if (m && r->idx < m->n)
-			comp_made(&m->comp[r->idx], res->obj->uid);
+			sf_awctl_comp_made(&m->comp[r->idx], res->obj->uid);
 		o->c->st.adopted++;
 		sf_log_info(LOGGER, "component already exists and is ours: adopted", "namespace",
 		            o->aw->ns, "name", o->aw->name, "component", r->name, NULL);
@@ -883,8 +775,8 @@ static void create_done(req *r, const sf_kube_result *res)
 	}
 	if (sf_kube_ok(res)) {
 		if (cm) {
-			comp_made(cm, res->obj ? res->obj->uid : NULL);
-			created_name_set(cm, res->obj ? res->obj->name : NULL);
+			sf_awctl_comp_made(cm, res->obj ? res->obj->uid : NULL);
+			sf_awctl_created_name_set(cm, res->obj ? res->obj->name : NULL);
 		}
 		c->st.creates++;
 		sf_log_info(LOGGER, "component created", "namespace", o->aw->ns, "name",
@@ -1003,7 +895,7 @@ static void find_create_done(req *r, const sf_kube_result *res)
 	int going = 0;
 	for (size_t j = 0; j < r->fl->n; j++) {
 		const pod_ref *p = &r->fl->refs[j];
-		if (p->deleting || uid_is(cm->deleted_uid, p->uid))
+		if (p->deleting || sf_awctl_uid_is(cm->deleted_uid, p->uid))
 			going = 1;
 		else if (!live)
 			live = p;
@@ -1013,8 +905,8 @@ static void find_create_done(req *r, const sf_kube_result *res)
 			             "other", p->name, NULL);
 	}
 	if (live) {
-		comp_made(cm, live->uid);
-		created_name_set(cm, live->name);
+		sf_awctl_comp_made(cm, live->uid);
+		sf_awctl_created_name_set(cm, live->name);
 		o->c->st.adopted++;
 		sf_log_info(LOGGER, "component already exists and is ours: adopted", "namespace",
 		            o->aw->ns, "name", o->aw->name, "component", live->name, NULL);
@@ -1174,7 +1066,7 @@ static void delete_done(req *r, const sf_kube_result *res)
 		int rc = 0;
 		if (sf_kube_ok(res)) {
 			write_acked(o->c, "delete");
-			uid_set(&cm->deleted_uid, r->uid);
+			sf_awctl_uid_set(&cm->deleted_uid, r->uid);
 			cm->deleted_cached = r->uid_cached;
 			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
 			m->deletes_acked = ev_tick(o->c);
@@ -1400,7 +1292,7 @@ static void pod_list_done(req *r, const sf_kube_result *res)
 		log_result("live list of pods failed", o, res);
 		o->failed = 1;
 	} else if (m) {
-		live_pods_free(m->live_pods);
+		sf_awctl_live_pods_free(m->live_pods);
 		m->live_pods = r->pl; /* handed over */
 		r->pl = NULL;
 		m->live_pods->lp.answered_ms = wall_ms();
@@ -1843,7 +1735,7 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		oc->delete_gone = cm->delete_gone;
 		if (cm->created_name && comp_recorded(cs) &&
 		    sf_jv_streq(sf_jv_get(cs, "name"), cm->created_name))
-			created_name_set(cm, NULL); /* the status has it */
+			sf_awctl_created_name_set(cm, NULL); /* the status has it */
 		oc->created_name = cm->created_name;
 		/* an empty name: a generated one not recorded yet (the cache
 		 * cannot be asked; creates and deletions look it up live) */
@@ -1884,7 +1776,7 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 		/* what the cache shows is a suspicion (awphase.h) */
 		sf_obj *obj =
 		    name[0] ? sf_store_get_ns(sf_informer_store(kinf), o->aw->ns, name) : NULL;
-		if (obj && uid_is(cm->deleted_uid, obj->uid)) {
+		if (obj && sf_awctl_uid_is(cm->deleted_uid, obj->uid)) {
 			/* the incarnation we deleted, not yet gone from the cache:
 			 * it must not count as the component */
 			oc->cached.state = SF_AWP_COMP_PRESENT;
@@ -1898,12 +1790,10 @@ static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps,
 			oc->cached.complete = cc && cond_true(root, cc);
 			if (!oc->cached.deleting)
 				cm->confirmed_ms = wall_ms(); /* only ever delays a step */
-			if (uid_is(cm->expect_uid, obj->uid))
-				uid_set(&cm->expect_uid, NULL);
-		} else if (cm->expect_uid && now_mono - cm->expect_ms < c->expect_timeout_ms) {
+			sf_awctl_expect_seen(cm, obj->uid);
+		} else if (sf_awctl_expect_pending(cm, now_mono, c->expect_timeout_ms)) {
 			oc->cached.state = SF_AWP_COMP_PENDING;
 		} else {
-			uid_set(&cm->expect_uid, NULL);
 			oc->cached.state = SF_AWP_COMP_ABSENT;
 		}
 		oc->confirmed_ms = cm->confirmed_ms;
@@ -1926,9 +1816,7 @@ static void process(void *ud, const char *key)
 	}
 	sf_obj *aw = sf_store_get(sf_informer_store(c->aw_inf), key);
 	if (!aw) {
-		void *m = NULL;
-		if (sf_strmap_remove(c->mem, key, &m) == 0)
-			mem_free(m);
+		sf_awctl_mem_forget(c->mem, key);
 		sf_queue_forget(c->queue, key);
 		sf_queue_done(c->queue, key);
 		return;
@@ -2111,7 +1999,7 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	};
 	sf_events_opts eo = {.controller = SF_AW_EVENT_CONTROLLER,
 	                     .instance = opts ? opts->identity : NULL};
-	if ((rc = sf_strmap_new_keyed(mem_key, 64, &c->mem)) < 0 ||
+	if ((rc = sf_awctl_mems_new(&c->mem)) < 0 ||
 	    (rc = sf_strmap_new(0, 8, &c->phase_counts)) < 0 ||
 	    (rc = sf_queue_new(loop, &q, &c->queue)) < 0 ||
 	    (rc = sf_events_new(loop, client, &eo, &c->events)) < 0)
@@ -2275,7 +2163,7 @@ void sf_awctl_unlead(sf_awctl *c)
 	sf_queue_shutdown(c->queue, NULL, NULL);
 	sf_admparams_pause(c->admparams);
 	sf_slackcq_pause(c->slackcq);
-	sf_strmap_clear(c->mem, mem_free);
+	sf_awctl_mems_clear(c->mem);
 	sf_events_reset(c->events);
 	sf_log_info(LOGGER, "stopped reconciling", NULL);
 }
@@ -2352,7 +2240,7 @@ void sf_awctl_free(sf_awctl *c)
 	sf_admparams_close(c->admparams, NULL, NULL); /* only when never stopped */
 	sf_slackcq_close(c->slackcq, NULL, NULL);
 	sf_events_free(c->events);
-	sf_strmap_free(c->mem, mem_free);
+	sf_awctl_mems_free(c->mem);
 	sf_strmap_free(c->phase_counts, free);
 	free(c->ns);
 	free(c);

@@ -102,6 +102,35 @@ typedef struct aw_mem {
 	char strs[]; /* key (the map's), then uid, NUL-terminated */
 } aw_mem;
 
+/* The table of records (sf_strmap keyed by the work queue's key; records
+ * owned by it). */
+int sf_awctl_mems_new(sf_strmap **out);
+void sf_awctl_mems_clear(sf_strmap *mems);
+void sf_awctl_mems_free(sf_strmap *mems);
+/* The record of key for the object with this uid, with at least ncomp
+ * component records (new ones zeroed): made on first use, and made anew
+ * when the record held is another object's (a new object under an old
+ * name). NULL on -ENOMEM. Owned by the table. */
+aw_mem *sf_awctl_mem_get(sf_strmap *mems, const char *key, const char *uid, size_t ncomp);
+/* Drops key's record, if any. */
+void sf_awctl_mem_forget(sf_strmap *mems, const char *key);
+void sf_awctl_live_pods_free(live_pods *l);
+
+void sf_awctl_uid_set(char **dst, const char *uid);
+int sf_awctl_uid_is(const char *mine, const char *uid);
+/* A create of ours made, or adopted, the component with this uid: it is
+ * expected in the cache from now (and no deletion of it is pending). */
+void sf_awctl_comp_made(comp_mem *cm, const char *uid);
+/* The name the API server chose for it (NULL or "": none, once the status
+ * records it); forgets that a create's answer was lost. */
+void sf_awctl_created_name_set(comp_mem *cm, const char *name);
+/* The cache shows the component with this uid: a create of ours with that
+ * uid is no longer expected (one with another uid still is). */
+void sf_awctl_expect_seen(comp_mem *cm, const char *uid);
+/* 1 while a create of ours is expected and younger than timeout_ms at
+ * now_mono (mono_ms), else 0 and the expectation is dropped. */
+int sf_awctl_expect_pending(comp_mem *cm, int64_t now_mono, long timeout_ms);
+
 /* ---- requests in flight ---- */
 
 typedef struct op op;
