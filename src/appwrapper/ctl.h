@@ -20,6 +20,7 @@
 #include "steadfast/admcheck.h"
 #include "steadfast/admparams.h"
 #include "steadfast/awconfig.h"
+#include "steadfast/awnodes.h"
 #include "steadfast/awphase.h"
 #include "steadfast/barrier.h"
 #include "steadfast/cache.h"
@@ -228,6 +229,23 @@ struct sf_awctl {
 	unsigned long res_success, res_error, res_requeue, res_requeue_after;
 	sf_prom_hist reconcile_time;
 };
+
+/* ---- informers (informers.c) ---- */
+
+extern const sf_gvr SF_AWCTL_GVR_NODES;
+
+/* Makes the informers of every replica: component kinds, AppWrappers,
+ * their pods and (Autopilot) nodes. On error those made are left to
+ * sf_awctl_free. */
+int sf_awctl_informers_new(sf_awctl *c);
+/* A leader's every AppWrapper into the queue (a new term's start). */
+void sf_awctl_enqueue_all(sf_awctl *c);
+/* 1 when the node cache may raise evacuation suspicions: it holds a list
+ * asked for since this term began. */
+int sf_awctl_nodes_fresh(const sf_awctl *c);
+/* Adds to *ns (allocated on first use) the node of pod when it is one
+ * health h says a pod like it must leave; -ENOMEM. */
+int sf_awctl_note_noexec(sf_awp_nodes **ns, sf_jv pod, const sf_awn_health *h, const char *node);
 
 /* ---- clocks ---- */
 
