@@ -247,6 +247,39 @@ int sf_awctl_nodes_fresh(const sf_awctl *c);
  * health h says a pod like it must leave; -ENOMEM. */
 int sf_awctl_note_noexec(sf_awp_nodes **ns, sf_jv pod, const sf_awn_health *h, const char *node);
 
+/* ---- the executor (executor.c) ---- */
+
+/* A reconcile of key in this term, of aw (a reference is taken); counted
+ * in c->ops until finished. NULL on -ENOMEM. */
+op *sf_awctl_op_new(sf_awctl *c, const char *key, sf_obj *aw);
+/* o's AppWrapper's memory, NULL when o is no longer live (another term, a
+ * controller stopping) or on -ENOMEM. */
+aw_mem *sf_awctl_op_mem(op *o);
+/* Carries out o's plan, then finishes o. */
+void sf_awctl_execute(op *o);
+/* Records o's outcome (metrics, the queue: forget, requeue or rate
+ * limit) and frees it. */
+void sf_awctl_op_finish(op *o);
+
+/* ---- what the reconcile reads of kinds and pods ---- */
+
+/* What the controller knows of a kind's own status reports. */
+int sf_awctl_kind_reports_failed(const sf_kind *k);
+/* The condition by which kind k reports its own completion, or NULL. */
+const char *sf_awctl_kind_complete_cond(const sf_kind *k);
+int sf_awctl_kind_served(const sf_kind *k);
+/* 1 if obj's status.conditions has `type` with status True. */
+int sf_awctl_cond_true(sf_jv obj, const char *type);
+/* The component a Succeeded pod is its own, or -1. */
+int sf_awctl_succeeded_of(sf_jv pod, sf_jv comp_status);
+
+/* ---- lifecycle and metrics (controller.c) ---- */
+
+/* Counts an AppWrapper of namespace ns moved to phase p. */
+void sf_awctl_count_phase(sf_awctl *c, const char *ns, sf_aw_phase p);
+/* The last reconcile of a stopping controller is done: the queue may go. */
+void sf_awctl_close_queue(sf_awctl *c);
+
 /* ---- clocks ---- */
 
 static inline int64_t mono_ms(void)
