@@ -261,7 +261,10 @@ void sf_awctl_execute(op *o);
  * limit) and frees it. */
 void sf_awctl_op_finish(op *o);
 
-/* ---- what the reconcile reads of kinds and pods ---- */
+/* ---- the reconcile (reconcile.c) ---- */
+
+/* The work queue's callback: one step of key's AppWrapper. */
+void sf_awctl_process(void *ud, const char *key);
 
 /* What the controller knows of a kind's own status reports. */
 int sf_awctl_kind_reports_failed(const sf_kind *k);
