@@ -261,6 +261,28 @@ void sf_awctl_execute(op *o);
  * limit) and frees it. */
 void sf_awctl_op_finish(op *o);
 
+/* What the executor's files share (executor.c): requests, counted in
+ * their op while out, and the op's state. */
+req *sf_awctl_req_new(sf_awctl *c, op *o, void (*done)(req *, const sf_kube_result *));
+void sf_awctl_req_free(req *r);
+/* The client's callback of every request: unlinks r, runs r->done, frees
+ * r. */
+void sf_awctl_req_cb(void *ud, const sf_kube_result *res);
+/* Counts a started request (rc >= 0) in o->pending, or frees it; rc. */
+int sf_awctl_op_track(op *o, req *r, int rc);
+/* One of o's requests is answered: the last finishes o. */
+void sf_awctl_op_req_done(op *o);
+/* 1 while o's term is the controller's and it is not stopping. */
+int sf_awctl_op_live(const op *o);
+void sf_awctl_log_result(const char *what, const op *o, const sf_kube_result *res);
+/* Fault injection (fault_crash_after_write): a write was acknowledged. */
+void sf_awctl_write_acked(sf_awctl *c, const char *what);
+
+/* The actions on pods and nodes (executor_pods.c). */
+void sf_awctl_start_list_pods(op *o);
+void sf_awctl_delete_listed_pods(op *o);
+void sf_awctl_start_verify_nodes(op *o);
+
 /* ---- the reconcile (reconcile.c) ---- */
 
 /* The work queue's callback: one step of key's AppWrapper. */

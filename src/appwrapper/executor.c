@@ -4,13 +4,16 @@
  * its actions (component creates, live reads, UID-guarded deletes, live
  * pod lists and pod deletes, live node reads), each a request whose
  * answer is turned into evidence for the next step and remembered in the
- * AppWrapper's memory (memory.c).
+ * AppWrapper's memory (memory.c). Here are the op, the requests, the
+ * write and the actions on components; those on pods and nodes are in
+ * executor_pods.c.
  *
  * The callbacks come in pairs, start_X sending a request and X_done
  * reading its answer; an op (a reconcile in progress) counts the
  * requests it has out and is finished, and requeued as its results ask,
- * when the last is answered. An op of an older term, or of a controller
- * that is stopping, still collects its answers but acts on none. Every
+ * when the last is answered. An op that is no longer live (another term,
+ * a controller stopping) still collects its answers, but remembers none
+ * of them and requeues nothing. Every
  * request is on the controller's list until answered, so that stopping
  * can cancel it; its buffers are its own and freed with it.
  */
@@ -52,7 +55,7 @@ static void found_list_free(found_list *f)
 }
 
 /* Fault injection (fault_crash_after_write): a write was acknowledged. */
-static void write_acked(sf_awctl *c, const char *what)
+void sf_awctl_write_acked(sf_awctl *c, const char *what)
 {
 	if (c->fault_crash_after <= 0 || ++c->writes_acked < c->fault_crash_after)
 		return;
@@ -65,7 +68,7 @@ static void write_acked(sf_awctl *c, const char *what)
 
 /* ---- requests ---- */
 
-static void req_free(req *r)
+void sf_awctl_req_free(req *r)
 {
 	if (r) {
 		sf_awctl_live_pods_free(r->pl);
@@ -75,7 +78,7 @@ static void req_free(req *r)
 	free(r);
 }
 
-static void req_cb(void *ud, const sf_kube_result *res)
+void sf_awctl_req_cb(void *ud, const sf_kube_result *res)
 {
 	req *r = ud;
 	sf_awctl *c = r->c;
@@ -86,10 +89,10 @@ static void req_cb(void *ud, const sf_kube_result *res)
 	if (r->next)
 		r->next->prev = r->prev;
 	r->done(r, res);
-	req_free(r);
+	sf_awctl_req_free(r);
 }
 
-static req *req_new(sf_awctl *c, op *o, void (*done)(req *, const sf_kube_result *))
+req *sf_awctl_req_new(sf_awctl *c, op *o, void (*done)(req *, const sf_kube_result *))
 {
 	req *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -104,7 +107,7 @@ static req *req_new(sf_awctl *c, op *o, void (*done)(req *, const sf_kube_result
 static int req_started(sf_awctl *c, req *r, int rc)
 {
 	if (rc < 0) {
-		req_free(r);
+		sf_awctl_req_free(r);
 		return rc;
 	}
 	r->next = c->reqs;
@@ -150,12 +153,12 @@ static void op_free(op *o)
 	free(o);
 }
 
-static int op_live(const op *o)
+int sf_awctl_op_live(const op *o)
 {
 	return !o->c->stopping && o->c->leading && o->c->term == o->term;
 }
 
-static void op_req_done(op *o)
+void sf_awctl_op_req_done(op *o)
 {
 	if (--o->pending == 0)
 		sf_awctl_op_finish(o);
@@ -164,7 +167,7 @@ static void op_req_done(op *o)
 /* Counts a started request in o->pending (callbacks never run inside the
  * starting call, so counting after the start is safe); a request that did
  * not start is freed. Returns rc. */
-static int op_track(op *o, req *r, int rc)
+int sf_awctl_op_track(op *o, req *r, int rc)
 {
 	rc = req_started(o->c, r, rc);
 	if (rc == 0)
@@ -178,7 +181,7 @@ static void comp_name(op *o, size_t i, char *buf, size_t n);
  * with o failed on -ENOMEM. */
 static req *comp_req(op *o, size_t i, sf_kind *k, void (*done)(req *, const sf_kube_result *))
 {
-	req *r = req_new(o->c, o, done);
+	req *r = sf_awctl_req_new(o->c, o, done);
 	if (!r) {
 		o->failed = 1;
 		return NULL;
@@ -191,14 +194,14 @@ static req *comp_req(op *o, size_t i, sf_kind *k, void (*done)(req *, const sf_k
 
 aw_mem *sf_awctl_op_mem(op *o)
 {
-	if (!op_live(o))
+	if (!sf_awctl_op_live(o))
 		return NULL;
 	size_t n = sf_jv_len(sf_jv_path(sf_obj_root(o->aw), "status.componentStatus"));
 	size_t m = sf_jv_len(sf_jv_path(sf_obj_root(o->aw), "spec.components"));
 	return sf_awctl_mem_get(o->c->mem, o->key, o->aw->uid, n > m ? n : m);
 }
 
-static void log_result(const char *what, const op *o, const sf_kube_result *res)
+void sf_awctl_log_result(const char *what, const op *o, const sf_kube_result *res)
 {
 	char buf[512];
 	if (res->err == -EPERM || res->err == -ECANCELED)
@@ -292,7 +295,7 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 	sf_awp_create_outcome oc;
 	answer_of(o, r, res, &a);
 	if (sf_awp_read_adopt(&a, &oc) < 0) {
-		log_result("reading an existing component failed", o, res);
+		sf_awctl_log_result("reading an existing component failed", o, res);
 		o->failed = 1;
 	} else if (oc == SF_AWP_CREATE_OK) {
 		aw_mem *m = sf_awctl_op_mem(o);
@@ -325,19 +328,19 @@ static void adopt_get_done(req *r, const sf_kube_result *res)
 		}
 		set_create(o, r->idx, SF_AWP_CREATE_FATAL, msg);
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
 
 static void create_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
 	sf_awctl *c = r->c;
-	if (res->err == -EPERM || res->err == -ECANCELED || !op_live(o)) {
-		op_req_done(o);
+	if (res->err == -EPERM || res->err == -ECANCELED || !sf_awctl_op_live(o)) {
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	if (sf_kube_ok(res))
-		write_acked(c, "create");
+		sf_awctl_write_acked(c, "create");
 	aw_mem *m = sf_awctl_op_mem(o);
 	comp_mem *cm = m && r->idx < m->n ? &m->comp[r->idx] : NULL;
 	if (cm && (res->http_status == 0 || res->http_status >= 500 ||
@@ -349,7 +352,7 @@ static void create_done(req *r, const sf_kube_result *res)
 		            "namespace", o->aw->ns, "name", o->aw->name, "component", r->name,
 		            NULL);
 		set_create(o, r->idx, SF_AWP_CREATE_RETRYABLE, "the answer to the create was lost");
-		op_req_done(o);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	if (sf_kube_ok(res)) {
@@ -362,7 +365,7 @@ static void create_done(req *r, const sf_kube_result *res)
 		            o->aw->name, "kind", sf_kind_name(r->k), "component",
 		            res->obj ? res->obj->name : r->name, NULL);
 		set_create(o, r->idx, SF_AWP_CREATE_OK, NULL);
-		op_req_done(o);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	sf_awp_answer a;
@@ -372,11 +375,11 @@ static void create_done(req *r, const sf_kube_result *res)
 		/* ours from an earlier attempt (adopt) or someone else's: ask
 		 * the API server, not the cache */
 		req *g = comp_req(o, r->idx, r->k, adopt_get_done);
-		if (g && op_track(o, g,
-		                  sf_kube_get(c->client, sf_kind_gvr(r->k), o->aw->ns, g->name,
-		                              req_cb, g, &g->call)) < 0)
+		if (g && sf_awctl_op_track(o, g,
+		                           sf_kube_get(c->client, sf_kind_gvr(r->k), o->aw->ns,
+		                                       g->name, sf_awctl_req_cb, g, &g->call)) < 0)
 			o->failed = 1;
-		op_req_done(o);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	char msg[512];
@@ -384,8 +387,8 @@ static void create_done(req *r, const sf_kube_result *res)
 	                                                        : (res->errmsg ? res->errmsg : "");
 	snprintf(msg, sizeof(msg), "%s", em);
 	set_create(o, r->idx, oc, msg);
-	log_result("component create failed", o, res);
-	op_req_done(o);
+	sf_awctl_log_result("component create failed", o, res);
+	sf_awctl_op_req_done(o);
 }
 
 /* -- finding a component with a generated name (live LIST) -- */
@@ -440,7 +443,7 @@ static void start_find(op *o, size_t i, sf_kind *k, char *body, int force,
 	if (!r || !r->fl ||
 	    snprintf(sel, sizeof(sel), "%s=%s", SF_AW_LABEL, o->aw->name) >= (int)sizeof(sel)) {
 		free(body);
-		req_free(r);
+		sf_awctl_req_free(r);
 		o->failed = 1;
 		return;
 	}
@@ -448,9 +451,9 @@ static void start_find(op *o, size_t i, sf_kind *k, char *body, int force,
 	r->fl->idx = i;
 	c->st.finds++;
 	sf_kube_list_opts lo = {.label_selector = sel};
-	if (op_track(o, r,
-	             sf_kube_list(c->client, sf_kind_gvr(k), o->aw->ns, &lo, found_item, req_cb, r,
-	                          &r->call)) < 0)
+	if (sf_awctl_op_track(o, r,
+	                      sf_kube_list(c->client, sf_kind_gvr(k), o->aw->ns, &lo, found_item,
+	                                   sf_awctl_req_cb, r, &r->call)) < 0)
 		o->failed = 1;
 }
 
@@ -465,9 +468,9 @@ static void find_create_done(req *r, const sf_kube_result *res)
 	aw_mem *m = sf_awctl_op_mem(o);
 	comp_mem *cm = m && r->idx < m->n ? &m->comp[r->idx] : NULL;
 	if (!sf_kube_ok(res) || !cm) {
-		log_result("looking for a component before creating it failed", o, res);
+		sf_awctl_log_result("looking for a component before creating it failed", o, res);
 		o->failed = 1;
-		op_req_done(o);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	const pod_ref *live = NULL;
@@ -501,7 +504,7 @@ static void find_create_done(req *r, const sf_kube_result *res)
 		r->body = NULL;
 		send_create(o, r->idx, r->k, body);
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
 
 static void start_create(op *o, size_t i)
@@ -560,9 +563,9 @@ static void send_create(op *o, size_t i, sf_kind *k, char *body)
 		o->failed = 1;
 		return;
 	}
-	if (op_track(o, r,
-	             sf_kube_create(c->client, sf_kind_gvr(k), o->aw->ns, body, req_cb, r,
-	                            &r->call)) < 0)
+	if (sf_awctl_op_track(o, r,
+	                      sf_kube_create(c->client, sf_kind_gvr(k), o->aw->ns, body,
+	                                     sf_awctl_req_cb, r, &r->call)) < 0)
 		o->failed = 1;
 	free(body);
 }
@@ -581,7 +584,7 @@ static void verify_done(req *r, const sf_kube_result *res)
 		if (sf_awp_read_verify(&a, &live) < 0) {
 			/* an error, or a 404 that is not the API server's answer
 			 * about this object: cannot say */
-			log_result("live read of a component failed", o, res);
+			sf_awctl_log_result("live read of a component failed", o, res);
 			o->failed = 1;
 		} else {
 			cm->live = live;
@@ -603,7 +606,7 @@ static void verify_done(req *r, const sf_kube_result *res)
 			}
 		}
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
 
 static void start_verify(op *o, size_t i)
@@ -623,9 +626,9 @@ static void start_verify(op *o, size_t i)
 	if (!r)
 		return;
 	c->st.verifies++;
-	if (op_track(o, r,
-	             sf_kube_get(c->client, sf_kind_gvr(k), o->aw->ns, r->name, req_cb, r,
-	                         &r->call)) < 0)
+	if (sf_awctl_op_track(o, r,
+	                      sf_kube_get(c->client, sf_kind_gvr(k), o->aw->ns, r->name,
+	                                  sf_awctl_req_cb, r, &r->call)) < 0)
 		o->failed = 1;
 }
 
@@ -644,7 +647,7 @@ static void delete_done(req *r, const sf_kube_result *res)
 		answer_of(o, r, res, &a);
 		int rc = 0;
 		if (sf_kube_ok(res)) {
-			write_acked(o->c, "delete");
+			sf_awctl_write_acked(o->c, "delete");
 			sf_awctl_uid_set(&cm->deleted_uid, r->uid);
 			cm->deleted_cached = r->uid_cached;
 			cm->create = SF_AWP_CREATE_NONE; /* the next create is a new one */
@@ -666,16 +669,17 @@ static void delete_done(req *r, const sf_kube_result *res)
 				g->force = r->force;
 				g->generated = r->generated;
 				snprintf(g->name, sizeof(g->name), "%s", r->name);
-				if (op_track(o, g,
-				             sf_kube_get(o->c->client, sf_kind_gvr(r->k), o->aw->ns,
-				                         g->name, req_cb, g, &g->call)) < 0)
+				if (sf_awctl_op_track(
+				        o, g,
+				        sf_kube_get(o->c->client, sf_kind_gvr(r->k), o->aw->ns,
+				                    g->name, sf_awctl_req_cb, g, &g->call)) < 0)
 					o->failed = 1;
 			}
 		} else {
-			log_result("component delete failed", o, res);
+			sf_awctl_log_result("component delete failed", o, res);
 		}
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
 
 /* DELETE of r's component with its UID as precondition; 0 or the start
@@ -686,9 +690,9 @@ static int send_delete(op *o, req *r)
 	sf_kube_delete_opts d = {
 	    .propagation = "Background", .precond_uid = r->uid, .grace_seconds = r->force ? 0 : -1};
 	r->done = delete_done;
-	return op_track(o, r,
-	                sf_kube_delete(c->client, sf_kind_gvr(r->k), o->aw->ns, r->name, &d, req_cb,
-	                               r, &r->call));
+	return sf_awctl_op_track(o, r,
+	                         sf_kube_delete(c->client, sf_kind_gvr(r->k), o->aw->ns, r->name,
+	                                        &d, sf_awctl_req_cb, r, &r->call));
 }
 
 static void delete_lookup_done(req *r, const sf_kube_result *res)
@@ -696,7 +700,7 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 	op *o = r->o;
 	aw_mem *m = sf_awctl_op_mem(o);
 	if (!m || r->idx >= m->n) {
-		op_req_done(o);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	sf_awp_answer a;
@@ -708,12 +712,12 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 		m->comp[r->idx].create = SF_AWP_CREATE_NONE;
 		m->deletes_acked = ev_tick(o->c); /* learned gone now */
 		o->results++;
-		op_req_done(o);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	if (rc < 0 || !res->obj) {
-		log_result("reading a component before deleting it failed", o, res);
-		op_req_done(o);
+		sf_awctl_log_result("reading a component before deleting it failed", o, res);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	req *d = comp_req(o, r->idx, r->k, delete_done);
@@ -725,7 +729,7 @@ static void delete_lookup_done(req *r, const sf_kube_result *res)
 		if (send_delete(o, d) < 0)
 			o->failed = 1;
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
 
 /* Deletion of a component with a generated name: each incarnation the live
@@ -736,8 +740,8 @@ static void find_delete_done(req *r, const sf_kube_result *res)
 	op *o = r->o;
 	aw_mem *m = sf_awctl_op_mem(o);
 	if (!sf_kube_ok(res) || !m || r->idx >= m->n) {
-		log_result("looking for a component before deleting it failed", o, res);
-		op_req_done(o);
+		sf_awctl_log_result("looking for a component before deleting it failed", o, res);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	comp_mem *cm = &m->comp[r->idx];
@@ -746,7 +750,7 @@ static void find_delete_done(req *r, const sf_kube_result *res)
 		cm->create = SF_AWP_CREATE_NONE;
 		m->deletes_acked = ev_tick(o->c); /* learned gone now */
 		o->results++;
-		op_req_done(o);
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	for (size_t j = 0; j < r->fl->n; j++) {
@@ -763,7 +767,7 @@ static void find_delete_done(req *r, const sf_kube_result *res)
 		if (send_delete(o, d) < 0)
 			o->failed = 1;
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
 
 static void start_delete(op *o, size_t i, int force)
@@ -810,286 +814,30 @@ static void start_delete(op *o, size_t i, int force)
 		/* not in the cache, or the cache's copy is not ours (a cache
 		 * behind proves nothing either way): ask the API server who
 		 * holds the name */
-		rc = op_track(o, r,
-		              sf_kube_get(c->client, sf_kind_gvr(k), o->aw->ns, r->name, req_cb, r,
-		                          &r->call));
+		rc = sf_awctl_op_track(o, r,
+		                       sf_kube_get(c->client, sf_kind_gvr(k), o->aw->ns, r->name,
+		                                   sf_awctl_req_cb, r, &r->call));
 	}
 	if (rc < 0)
 		o->failed = 1;
 }
 
-/* -- live pod list (evidence for resets, success and the end of a deletion) -- */
-
-static int pod_list_add(void *ud, const sf_obj *pod)
-{
-	req *r = ud;
-	live_pods *l = r->pl;
-	sf_awp_pods_add(&l->lp.pods, sf_obj_root(pod), &l->s);
-	int own = sf_awctl_succeeded_of(
-	    sf_obj_root(pod), sf_jv_path(sf_obj_root(r->o->aw), "status.componentStatus"));
-	if (own >= 0 && (size_t)own < l->ncomp)
-		l->succeeded[own]++;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-		pod_ref *nr = realloc(l->refs, cap * sizeof(*nr));
-		if (!nr)
-			return -ENOMEM;
-		l->refs = nr;
-		l->cap = cap;
-	}
-	pod_ref *pr = &l->refs[l->n];
-	if (!(pr->name = strdup(pod->name)))
-		return -ENOMEM;
-	snprintf(pr->uid, sizeof(pr->uid), "%s", pod->uid);
-	l->n++;
-	return 0;
-}
-
-/* One pod of the live LIST (owned: released here). */
-static int pod_list_item(void *ud, sf_obj *pod)
-{
-	int rc = pod_list_add(ud, pod);
-	sf_obj_unref(pod);
-	return rc;
-}
-
-static void pod_list_done(req *r, const sf_kube_result *res)
-{
-	op *o = r->o;
-	aw_mem *m = sf_awctl_op_mem(o);
-	if (!sf_kube_ok(res)) {
-		log_result("live list of pods failed", o, res);
-		o->failed = 1;
-	} else if (m) {
-		sf_awctl_live_pods_free(m->live_pods);
-		m->live_pods = r->pl; /* handed over */
-		r->pl = NULL;
-		m->live_pods->lp.answered_ms = wall_ms();
-		o->c->st.pod_lists++;
-		o->results++;
-	}
-	op_req_done(o);
-}
-
-static void start_list_pods(op *o)
-{
-	sf_awctl *c = o->c;
-	req *r = req_new(c, o, pod_list_done);
-	char sel[512];
-	size_t n = sf_jv_len(sf_jv_path(sf_obj_root(o->aw), "status.componentStatus"));
-	if (r)
-		r->pl = calloc(1, sizeof(*r->pl));
-	if (r && r->pl && n) {
-		r->pl->succeeded = calloc(n, sizeof(*r->pl->succeeded));
-		r->pl->ncomp = r->pl->succeeded ? n : 0;
-	}
-	if (!r || !r->pl || (n && !r->pl->succeeded) ||
-	    snprintf(sel, sizeof(sel), "%s=%s", SF_AW_LABEL, o->aw->name) >= (int)sizeof(sel)) {
-		req_free(r);
-		o->failed = 1;
-		return;
-	}
-	sf_aw_settings_resolve(&c->cfg, sf_jv_path(sf_obj_root(o->aw), "metadata.annotations"),
-	                       &r->pl->s);
-	r->pl->lp.asked = ev_tick(c);
-	sf_kube_list_opts lo = {.label_selector = sel};
-	if (op_track(o, r,
-	             sf_kube_list(c->client, &SF_GVR_PODS, o->aw->ns, &lo, pod_list_item, req_cb, r,
-	                          &r->call)) < 0)
-		o->failed = 1;
-}
-
-static void pod_delete_done(req *r, const sf_kube_result *res)
-{
-	op *o = r->o;
-	aw_mem *m = sf_awctl_op_mem(o);
-	if (sf_kube_ok(res))
-		write_acked(o->c, "pod delete");
-	if (sf_kube_ok(res) && m)
-		m->deletes_acked = ev_tick(o->c);
-	else if (!sf_kube_ok(res) && !sf_kube_is_not_found(res) && !sf_kube_is_conflict(res))
-		log_result("forceful pod delete failed", o, res);
-	op_req_done(o);
-}
-
-/* Deletes, grace period 0 and each with its UID as precondition, the pods
- * the live list this step read found: never the cache's, which may miss
- * some. */
-static void delete_listed_pods(op *o)
-{
-	const live_pods *l = o->live_pods;
-	for (size_t i = 0; l && i < l->n; i++) {
-		req *r = req_new(o->c, o, pod_delete_done);
-		if (!r) {
-			o->failed = 1;
-			return;
-		}
-		sf_kube_delete_opts d = {.precond_uid = l->refs[i].uid, .grace_seconds = 0};
-		if (op_track(o, r,
-		             sf_kube_delete(o->c->client, &SF_GVR_PODS, o->aw->ns, l->refs[i].name,
-		                            &d, req_cb, r, &r->call)) < 0)
-			o->failed = 1;
-	}
-}
-
-/* -- live node reads (evacuation check) -- */
-
-typedef struct node_pods {
-	const char *ns, *node;
-	const sf_awn_health *h;
-	sf_awp_nodes **out;
-	int oom;
-} node_pods;
-
-static int node_pod_visit(void *ud, sf_obj *pod)
-{
-	node_pods *v = ud;
-	sf_jv root = sf_obj_root(pod);
-	if (strcmp(pod->ns, v->ns) == 0 &&
-	    sf_jv_streq(sf_jv_path(root, "spec.nodeName"), v->node) &&
-	    sf_awctl_note_noexec(v->out, root, v->h, v->node) < 0)
-		v->oom = 1;
-	return 0;
-}
-
-static void node_read_done(req *r, const sf_kube_result *res)
-{
-	op *o = r->o;
-	sf_awn_health h;
-	if (sf_kube_ok(res) && res->obj &&
-	    sf_awn_classify(sf_obj_root(res->obj), &o->c->cfg.autopilot, &h) == 0) {
-		/* the live node judged against the pods this AppWrapper has
-		 * there: the label must still be on it */
-		node_pods v = {o->aw->ns, r->name, &h, &o->noexec_live, 0};
-		sf_store_index_each(sf_informer_store(o->c->pod_inf), SF_AW_LABEL, o->aw->name,
-		                    node_pod_visit, &v);
-		if (v.oom)
-			o->node_read_failed = 1;
-	} else if (!sf_kube_is_absent(res, r->name)) {
-		/* a node deleted since holds none of our pods any more; any
-		 * other answer says nothing */
-		log_result("live read of a node failed", o, res);
-		o->node_read_failed = 1;
-	}
-	if (--o->node_reads == 0) {
-		aw_mem *m = sf_awctl_op_mem(o);
-		if (o->node_read_failed) {
-			o->failed = 1;
-		} else if (m) {
-			if (!o->noexec_live)
-				o->noexec_live = calloc(1, sizeof(*o->noexec_live));
-			if (!o->noexec_live) {
-				o->failed = 1;
-			} else {
-				if (o->noexec_live->n == 0 && o->noexec_live->more == 0) {
-					/* counted here: the next step may find the
-					 * node cache caught up, with nothing to
-					 * suppress any more */
-					char nodes[700];
-					sf_awp_nodes_str(o->noexec, nodes, sizeof(nodes));
-					o->c->st.evac_suppressed++;
-					sf_log_info(
-					    LOGGER,
-					    "NoExecute nodes in the node cache, not in live "
-					    "reads: not evacuating",
-					    "namespace", o->aw->ns, "name", o->aw->name, "nodes",
-					    nodes, NULL);
-				}
-				free(m->noexec_live);
-				m->noexec_live = o->noexec_live; /* handed over */
-				o->noexec_live = NULL;
-				o->results++;
-			}
-		}
-	}
-	op_req_done(o);
-}
-
-static void read_nodes(op *o)
-{
-	sf_awctl *c = o->c;
-	if (!o->noexec || !op_live(o)) {
-		o->failed = 1;
-		return;
-	}
-	o->node_reads = 1; /* held while starting */
-	for (size_t i = 0; i < o->noexec->n; i++) {
-		req *r = req_new(c, o, node_read_done);
-		if (!r) {
-			o->node_read_failed = 1;
-			break;
-		}
-		snprintf(r->name, sizeof(r->name), "%s", o->noexec->name[i]);
-		c->st.node_checks++;
-		if (op_track(o, r,
-		             sf_kube_get(c->client, &SF_AWCTL_GVR_NODES, NULL, r->name, req_cb, r,
-		                         &r->call)) < 0) {
-			o->node_read_failed = 1;
-			break;
-		}
-		o->node_reads++;
-	}
-	if (--o->node_reads == 0)
-		o->failed = 1; /* nothing was read */
-}
-
-static void node_delay_closed(uv_handle_t *h)
-{
-	free(h);
-}
-
-static void node_delay_fired(uv_timer_t *t)
-{
-	op *o = t->data;
-	o->node_delay = NULL;
-	uv_close((uv_handle_t *)t, node_delay_closed);
-	read_nodes(o);
-	op_req_done(o);
-}
-
-static void start_verify_nodes(op *o)
-{
-	sf_awctl *c = o->c;
-	if (o->noexec) {
-		char nodes[700];
-		sf_awp_nodes_str(o->noexec, nodes, sizeof(nodes));
-		sf_log_info(LOGGER, "confirming NoExecute nodes with live reads", "namespace",
-		            o->aw->ns, "name", o->aw->name, "nodes", nodes, NULL);
-	}
-	if (c->fault_node_check_ms <= 0) {
-		read_nodes(o);
-		return;
-	}
-	uv_timer_t *t = calloc(1, sizeof(*t));
-	if (!t || uv_timer_init(c->loop, t) < 0) {
-		free(t);
-		o->failed = 1;
-		return;
-	}
-	sf_log_warn(LOGGER, "fault injection: the live node reads wait", "namespace", o->aw->ns,
-	            "name", o->aw->name, NULL);
-	t->data = o;
-	o->node_delay = t;
-	o->pending++;
-	uv_timer_start(t, node_delay_fired, (uint64_t)c->fault_node_check_ms, 0);
-}
-
 static void run_actions(op *o)
 {
 	o->pending++; /* held while starting */
-	for (size_t i = 0; i < o->plan.nacts && op_live(o); i++) {
+	for (size_t i = 0; i < o->plan.nacts && sf_awctl_op_live(o); i++) {
 		const sf_awp_act *a = &o->plan.acts[i];
 		switch (a->kind) {
 		case SF_AWP_ACT_CREATE: start_create(o, a->idx); break;
 		case SF_AWP_ACT_VERIFY: start_verify(o, a->idx); break;
 		case SF_AWP_ACT_DELETE: start_delete(o, a->idx, 0); break;
 		case SF_AWP_ACT_DELETE_FORCE: start_delete(o, a->idx, 1); break;
-		case SF_AWP_ACT_LIST_PODS: start_list_pods(o); break;
-		case SF_AWP_ACT_VERIFY_NODES: start_verify_nodes(o); break;
-		case SF_AWP_ACT_DELETE_PODS: delete_listed_pods(o); break;
+		case SF_AWP_ACT_LIST_PODS: sf_awctl_start_list_pods(o); break;
+		case SF_AWP_ACT_VERIFY_NODES: sf_awctl_start_verify_nodes(o); break;
+		case SF_AWP_ACT_DELETE_PODS: sf_awctl_delete_listed_pods(o); break;
 		}
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
 
 /* The step's Events, once its write landed. Their action is the phase the
@@ -1111,12 +859,12 @@ static void write_done(req *r, const sf_kube_result *res)
 {
 	op *o = r->o;
 	sf_awctl *c = r->c;
-	if (!op_live(o)) {
-		op_req_done(o);
+	if (!sf_awctl_op_live(o)) {
+		sf_awctl_op_req_done(o);
 		return;
 	}
 	if (sf_kube_ok(res)) {
-		write_acked(c, o->status_write ? "status" : "metadata");
+		sf_awctl_write_acked(c, o->status_write ? "status" : "metadata");
 		o->wrote = 1;
 		aw_mem *m = sf_awctl_op_mem(o);
 		if (m && res->obj && sf_rv_number(res->obj->rv, &m->written_rv) < 0)
@@ -1144,10 +892,10 @@ static void write_done(req *r, const sf_kube_result *res)
 	} else if (sf_kube_is_not_found(res)) {
 		/* deleted meanwhile */
 	} else {
-		log_result("AppWrapper write failed", o, res);
+		sf_awctl_log_result("AppWrapper write failed", o, res);
 		o->failed = 1;
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
 
 /* The one write of a step: merge patch with the resourceVersion it read. */
@@ -1180,12 +928,12 @@ static int start_write(op *o)
 	if (md && sf_jd_set_str(md, "resourceVersion", o->aw->rv) == 0)
 		body = sf_jd_dump(patch);
 	sf_jd_free(patch);
-	req *r = body ? req_new(c, o, write_done) : NULL;
+	req *r = body ? sf_awctl_req_new(c, o, write_done) : NULL;
 	if (r)
-		rc = op_track(o, r,
-		              sf_kube_patch(c->client, &SF_GVR_APPWRAPPERS, o->aw->ns, o->aw->name,
-		                            sub, SF_PATCH_MERGE, body, NULL, 0, req_cb, r,
-		                            &r->call));
+		rc = sf_awctl_op_track(o, r,
+		                       sf_kube_patch(c->client, &SF_GVR_APPWRAPPERS, o->aw->ns,
+		                                     o->aw->name, sub, SF_PATCH_MERGE, body, NULL,
+		                                     0, sf_awctl_req_cb, r, &r->call));
 	free(body);
 	return rc;
 }
@@ -1193,7 +941,7 @@ static int start_write(op *o)
 void sf_awctl_op_finish(op *o)
 {
 	sf_awctl *c = o->c;
-	int live = op_live(o);
+	int live = sf_awctl_op_live(o);
 	sf_prom_hist_observe(&c->reconcile_time, (double)(sf_mono_ns() - o->t0) / 1e9);
 	c->st.reconciles++;
 	if (live) {
@@ -1241,5 +989,5 @@ void sf_awctl_execute(op *o)
 		emit_events(o);
 		run_actions(o);
 	}
-	op_req_done(o);
+	sf_awctl_op_req_done(o);
 }
