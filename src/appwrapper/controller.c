@@ -342,21 +342,9 @@ static void add_count(sf_prom *p, const char *name, const char *help, uint64_t v
 	sf_prom_add_u(sf_prom_family_get(p, name, SF_PROM_COUNTER, help), NULL, v);
 }
 
-int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
+/* AppWrappers moved to each phase, per namespace. */
+static void write_phase_counts(const sf_awctl *c, sf_prom *p)
 {
-	sf_admparams_metrics_write(c->admparams, p);
-	sf_store_metrics_add(sf_informer_store(c->aw_inf), p, SF_GVR_APPWRAPPERS.group,
-	                     SF_GVR_APPWRAPPERS.resource);
-	sf_store_metrics_add(sf_informer_store(c->pod_inf), p, "", "pods");
-	if (c->node_inf)
-		sf_store_metrics_add(sf_informer_store(c->node_inf), p, "", "nodes");
-	sf_kinds_metrics_write(c->kinds, p);
-	if (c->slackcq)
-		sf_slackcq_metrics_write(c->slackcq, p);
-	add_count(p, "steadfast_watch_restarts_total",
-	          "Watches ended by the progress watchdog (no event or bookmark for 150 s) and "
-	          "started again on a fresh connection",
-	          watchdog_restarts(c));
 	sf_prom_family *f = sf_prom_family_get(p, "appwrapper_phase_total", SF_PROM_COUNTER,
 	                                       "Total number of appwrappers per phase");
 	sf_strmap_iter it = SF_STRMAP_ITER_INIT;
@@ -372,6 +360,11 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 				                               NULL},
 				              cnt[ph]);
 	}
+}
+
+/* controller-runtime's reconcile counters and time. */
+static void write_reconciles(const sf_awctl *c, sf_prom *p)
+{
 	const char *const CTL[] = {"controller", "appwrapper", NULL};
 	const struct {
 		const char *result;
@@ -380,7 +373,8 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 	               {"error", c->res_error},
 	               {"requeue", c->res_requeue},
 	               {"requeue_after", c->res_requeue_after}};
-	f = sf_prom_family_get(p, "controller_runtime_reconcile_total", SF_PROM_COUNTER,
+	sf_prom_family *f =
+	    sf_prom_family_get(p, "controller_runtime_reconcile_total", SF_PROM_COUNTER,
 	                       "Total number of reconciliations per controller");
 	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
 		sf_prom_add_u(
@@ -395,6 +389,12 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 	                                    SF_PROM_HISTOGRAM,
 	                                    "Length of time per reconciliation per controller"),
 	                 CTL, &c->reconcile_time);
+}
+
+/* The workers in use and client-go's workqueue metrics. */
+static void write_queue(const sf_awctl *c, sf_prom *p)
+{
+	const char *const CTL[] = {"controller", "appwrapper", NULL};
 	sf_queue_metrics qm = {0};
 	if (c->queue)
 		sf_queue_stats(c->queue, &qm);
@@ -434,6 +434,11 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 		                                    "workqueue takes."),
 		                 Q, &qm.work_duration);
 	}
+}
+
+/* The controller's own counters (steadfast_appwrapper_*_total). */
+static void write_counts(const sf_awctl *c, sf_prom *p)
+{
 	const struct {
 		const char *name, *help;
 		unsigned long v;
@@ -474,10 +479,31 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 		snprintf(name, sizeof(name), "steadfast_appwrapper_%s_total", counts[i].name);
 		add_count(p, name, counts[i].help, counts[i].v);
 	}
+}
+
+int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
+{
+	sf_admparams_metrics_write(c->admparams, p);
+	sf_store_metrics_add(sf_informer_store(c->aw_inf), p, SF_GVR_APPWRAPPERS.group,
+	                     SF_GVR_APPWRAPPERS.resource);
+	sf_store_metrics_add(sf_informer_store(c->pod_inf), p, "", "pods");
+	if (c->node_inf)
+		sf_store_metrics_add(sf_informer_store(c->node_inf), p, "", "nodes");
+	sf_kinds_metrics_write(c->kinds, p);
+	if (c->slackcq)
+		sf_slackcq_metrics_write(c->slackcq, p);
+	add_count(p, "steadfast_watch_restarts_total",
+	          "Watches ended by the progress watchdog (no event or bookmark for 150 s) and "
+	          "started again on a fresh connection",
+	          watchdog_restarts(c));
+	write_phase_counts(c, p);
+	write_reconciles(c, p);
+	write_queue(c, p);
+	write_counts(c, p);
 	sf_events_stats es;
 	sf_events_stats_get(c->events, &es);
-	f = sf_prom_family_get(p, "steadfast_events_total", SF_PROM_COUNTER,
-	                       "Events written, by outcome");
+	sf_prom_family *f = sf_prom_family_get(p, "steadfast_events_total", SF_PROM_COUNTER,
+	                                       "Events written, by outcome");
 	sf_prom_add_u(f, (const char *[]){"outcome", "created", NULL}, es.created);
 	sf_prom_add_u(f, (const char *[]){"outcome", "aggregated", NULL}, es.aggregated);
 	return sf_prom_add_u(f, (const char *[]){"outcome", "failed", NULL}, es.failed);

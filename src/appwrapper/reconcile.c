@@ -51,11 +51,13 @@ typedef struct comp_visit {
 static int observe_components(sf_awctl *c, op *o, aw_mem *m, sf_awp_comp *comps, size_t n);
 static int pod_visit_fn(void *ud, sf_obj *pod);
 static int comp_recorded(sf_jv cs);
+static void step(sf_awctl *c, op *o, aw_mem *m);
+static void note_stale_reads(sf_awctl *c, sf_obj *aw, const sf_awp_comp *comps, size_t n);
+static void note_plan(sf_awctl *c, const op *o);
 
 void sf_awctl_process(void *ud, const char *key)
 {
 	sf_awctl *c = ud;
-	char err[512];
 	if (!c->leading || c->stopping) {
 		sf_queue_done(c->queue, key);
 		return;
@@ -87,6 +89,15 @@ void sf_awctl_process(void *ud, const char *key)
 		sf_awctl_op_finish(o);
 		return;
 	}
+	step(c, o, m);
+}
+
+/* One step of o's AppWrapper with its memory m: observe, run the phase
+ * machine, and have its plan carried out. */
+static void step(sf_awctl *c, op *o, aw_mem *m)
+{
+	sf_obj *aw = o->aw;
+	char err[512];
 	sf_aw_settings s;
 	sf_aw_settings_resolve(&c->cfg, sf_jv_path(sf_obj_root(aw), "metadata.annotations"), &s);
 	if (s.warning[0])
@@ -105,21 +116,7 @@ void sf_awctl_process(void *ud, const char *key)
 		sf_awctl_op_finish(o);
 		return;
 	}
-	if (sf_aw_phase_parse(sf_jv_path(sf_obj_root(aw), "status.phase")) == SF_AW_RUNNING)
-		for (size_t i = 0; i < n; i++)
-			if (comps[i].cached.state != SF_AWP_COMP_PRESENT) {
-				/* what upstream's count would call missing */
-				c->st.stale_reads++;
-				sf_log_debug(
-				    LOGGER,
-				    "component not in the cache while Running; a cache-only "
-				    "count would call it missing",
-				    "namespace", aw->ns, "name", aw->name, "state",
-				    comps[i].cached.state == SF_AWP_COMP_PENDING
-				        ? "created, not seen yet"
-				        : "absent",
-				    NULL);
-			}
+	note_stale_reads(c, aw, comps, n);
 	sf_awp_pods pods = {0};
 	comp_visit v = {.pods = &pods,
 	                .comp_status = sf_jv_path(sf_obj_root(aw), "status.componentStatus"),
@@ -171,6 +168,35 @@ void sf_awctl_process(void *ud, const char *key)
 		sf_awctl_op_finish(o);
 		return;
 	}
+	note_plan(c, o);
+	sf_awctl_execute(o);
+}
+
+/* While Running, each component the cache does not show: what upstream's
+ * cache-only count would call missing (counted and logged only). */
+static void note_stale_reads(sf_awctl *c, sf_obj *aw, const sf_awp_comp *comps, size_t n)
+{
+	if (sf_aw_phase_parse(sf_jv_path(sf_obj_root(aw), "status.phase")) == SF_AW_RUNNING)
+		for (size_t i = 0; i < n; i++)
+			if (comps[i].cached.state != SF_AWP_COMP_PRESENT) {
+				/* what upstream's count would call missing */
+				c->st.stale_reads++;
+				sf_log_debug(
+				    LOGGER,
+				    "component not in the cache while Running; a cache-only "
+				    "count would call it missing",
+				    "namespace", aw->ns, "name", aw->name, "state",
+				    comps[i].cached.state == SF_AWP_COMP_PENDING
+				        ? "created, not seen yet"
+				        : "absent",
+				    NULL);
+			}
+}
+
+/* What a plan held back or did that the logs and counters tell. */
+static void note_plan(sf_awctl *c, const op *o)
+{
+	const sf_obj *aw = o->aw;
 	if (o->plan.suppressed_pods) {
 		c->st.pods_suppressed++;
 		sf_log_info(LOGGER, "too few pods in the cache, a live list disagrees: not acting",
@@ -187,7 +213,6 @@ void sf_awctl_process(void *ud, const char *key)
 	if (o->plan.suppressed_missing)
 		sf_log_debug(LOGGER, "component not in the cache; not acting on it yet",
 		             "namespace", aw->ns, "name", aw->name, NULL);
-	sf_awctl_execute(o);
 }
 
 /* Fills comps[] from the caches and memory. Returns 0, or 1 when a kind is
