@@ -13,9 +13,9 @@
  * requests it has out and is finished, and requeued as its results ask,
  * when the last is answered. An op that is no longer live (another term,
  * a controller stopping) still collects its answers, but remembers none
- * of them and requeues nothing. Every
- * request is on the controller's list until answered, so that stopping
- * can cancel it; its buffers are its own and freed with it.
+ * of them and requeues nothing. Every request is on the controller's list
+ * until answered, so that stopping can cancel it; its buffers are its own
+ * and freed with it.
  */
 #include "ctl.h"
 

@@ -46,7 +46,7 @@ typedef struct m_scen {
 	int edits;           /* the user edits the AppWrapper's annotations */
 	int second;          /* the second component's kind: M_NONE, M_POD, M_DEPLOY */
 	int completions, parallelism; /* the Job's, when not the bound's (0) */
-	/* An executor variant (not controller.c's): the informer dropping the
+	/* An executor variant (not executor.c's): the informer dropping the
 	 * copy a DELETE of ours was acknowledged for counts as gone when the
 	 * step's input is built (observe_components), not when the next
 	 * DELETE action finds it gone (start_delete). Under it, the evidence
@@ -147,7 +147,7 @@ typedef struct m_req {
 	uint8_t kind, i, a, b, c; /* i: the component */
 } m_req;
 
-/* The leader's memory of one component (controller.c's comp_mem). */
+/* The leader's memory of one component (ctl.h's comp_mem). */
 typedef struct m_cmem {
 	uint8_t create, create_msg;
 	uint8_t expect;    /* expect uid: a create of ours the cache has not shown */
@@ -156,7 +156,7 @@ typedef struct m_cmem {
 	uint8_t live_found, live_failed, live_complete; /* last live GET, one step */
 } m_cmem;
 
-/* The leader's memory of this term (controller.c's aw_mem). */
+/* The leader's memory of this term (ctl.h's aw_mem). */
 typedef struct m_leader {
 	m_cmem c[M_NCOMP];
 	uint8_t lp_have, lp_answered, lp_asked, lp_n;   /* last live LIST, one step */

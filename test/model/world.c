@@ -10,7 +10,7 @@
  * of its states; each of the leader's caches is an index into its
  * resource's history (older versions than every index are dropped). A
  * reconcile builds the phase machine's input from those caches and the
- * leader's memory exactly as controller.c's observe_components and process
+ * leader's memory exactly as reconcile.c's observe_components and step
  * do, runs the real sf_awp_step, writes its status or metadata patch with a
  * resourceVersion precondition and sends its requests; each request is
  * then processed (and answered) by a transition of its own, against the
@@ -650,7 +650,7 @@ static const char *const msgs[] = {
     "the component exists, but is not controlled by this AppWrapper",
 };
 
-/* controller.c's comp_made: ours, with this uid, not yet in the cache */
+/* memory.c's sf_awctl_comp_made: ours, with this uid, not yet in the cache */
 static void comp_made(m_state *s, int c, int inc)
 {
 	m_cmem *M = &s->L.c[c];
@@ -1251,7 +1251,7 @@ static const char *act_name(int k)
 	return "?";
 }
 
-/* controller.c's run_actions: every request of the plan is sent now */
+/* executor.c's run_actions: every request of the plan is sent now */
 static void run_actions(m_state *s, const m_plan *p, const m_pod *lp, int lp_n, m_emit *e)
 {
 	m_leader *L = &s->L;
