@@ -36,7 +36,7 @@
 
 #define LOGGER "appwrapper"
 
-/* ---- per AppWrapper memory (this term only) ----
+/* ---- per AppWrapper memory (this term only; memory.c) ----
  *
  * Every AppWrapper the leader has seen keeps one of these, so it is kept
  * small: the uids a component record remembers are allocated only while
