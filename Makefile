@@ -167,10 +167,11 @@ cluster-down:
 	@test/cluster/down.sh $(CLUSTER_DIR)
 
 # Integration tests start their own control plane in a temp dir (and stop it
-# whatever the outcome) unless STEADFAST_CLUSTER_ENV points at a running one.
+# whatever the outcome) unless STEADFAST_CLUSTER_ENV points at a running one;
+# the kueue and node suites run beside the others (tools/integration.sh).
 integration: $(INTEG_BIN) $(BIN) $(FAULT_BIN) cluster-build image
-	@STEADFAST_BIN=$(BIN) STEADFAST_FAULT_BIN=$(FAULT_BIN) STEADFAST_IMAGE=$(IMAGE) RESULTS=$(O)/test-results tools/with-cluster.sh tools/run-tests.sh integration \
-		$(INTEG_BIN) --jobs=1 --filter '!(upgrade/*)' $(CRITERION_ARGS)
+	@STEADFAST_BIN=$(BIN) STEADFAST_FAULT_BIN=$(FAULT_BIN) STEADFAST_IMAGE=$(IMAGE) RESULTS=$(O)/test-results tools/with-cluster.sh tools/integration.sh \
+		$(INTEG_BIN) $(CRITERION_ARGS)
 
 # The upgrade and rollback tests (test/integration/test_upgrade.c): the
 # upstream controller v1.2.1 and v1.2.2 (built from its Go module by
