@@ -35,18 +35,6 @@
 #include "steadfast/awcomp.h"
 #include "steadfast/time.h"
 
-static const char *const phase_names[SF_AW_NPHASES] = {
-    [SF_AW_EMPTY] = "",
-    [SF_AW_SUSPENDED] = "Suspended",
-    [SF_AW_RESUMING] = "Resuming",
-    [SF_AW_RUNNING] = "Running",
-    [SF_AW_RESETTING] = "Resetting",
-    [SF_AW_SUSPENDING] = "Suspending",
-    [SF_AW_SUCCEEDED] = "Succeeded",
-    [SF_AW_FAILED] = "Failed",
-    [SF_AW_TERMINATING] = "Terminating",
-};
-
 /* condition types */
 #define C_QUOTA "QuotaReserved"
 #define C_DEPLOYED "ResourcesDeployed"
@@ -93,120 +81,10 @@ const char *sf_awp_mutant_name(sf_awp_mutant m)
 #define MUTANT(m) 0
 #endif
 
-const char *sf_aw_phase_name(sf_aw_phase p)
-{
-	if (p < 0 || p >= SF_AW_NPHASES)
-		return "Unknown";
-	return phase_names[p];
-}
-
-sf_aw_phase sf_aw_phase_parse(sf_jv s)
-{
-	if (!sf_jv_ok(s) || sf_jv_type(s) == SF_JSON_NULL)
-		return SF_AW_EMPTY;
-	for (int p = 0; p < SF_AW_NPHASES; p++)
-		if (sf_jv_streq(s, phase_names[p]))
-			return (sf_aw_phase)p;
-	return SF_AW_PHASE_INVALID;
-}
-
-/* ---- conditions ---- */
-
-static sf_jd *cond_find(const sf_jd *conds, const char *type)
-{
-	size_t n = sf_jd_len(conds);
-	for (size_t i = 0; i < n; i++) {
-		sf_jd *c = sf_jd_at(conds, i, NULL);
-		const char *t = sf_jd_str(sf_jd_get(c, "type"), NULL);
-		if (t && strcmp(t, type) == 0)
-			return c;
-	}
-	return NULL;
-}
-
 static const char *str_or_empty(const sf_jd *n)
 {
 	const char *s = sf_jd_str(n, NULL);
 	return s ? s : "";
-}
-
-void sf_aw_cond_get(const sf_jd *conds, const char *type, sf_aw_cond *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->status = out->reason = out->message = "";
-	sf_jd *c = cond_find(conds, type);
-	if (!c)
-		return;
-	out->present = 1;
-	out->status = str_or_empty(sf_jd_get(c, "status"));
-	out->reason = str_or_empty(sf_jd_get(c, "reason"));
-	out->message = str_or_empty(sf_jd_get(c, "message"));
-	size_t len = 0;
-	const char *t = sf_jd_str(sf_jd_get(c, "lastTransitionTime"), &len);
-	int64_t ns;
-	if (t && sf_time_parse_rfc3339(t, len, &ns) == 0)
-		out->ltt_ms = ns / SF_NSEC_PER_MSEC;
-}
-
-int sf_aw_cond_true(const sf_jd *conds, const char *type)
-{
-	sf_aw_cond c;
-	sf_aw_cond_get(conds, type, &c);
-	return c.present && strcmp(c.status, "True") == 0;
-}
-
-static int set_str_if_diff(sf_jd *obj, const char *key, const char *val, int *changed)
-{
-	const char *cur = sf_jd_str(sf_jd_get(obj, key), NULL);
-	if (cur && strcmp(cur, val) == 0)
-		return 0;
-	*changed = 1;
-	return sf_jd_set_str(obj, key, val);
-}
-
-int sf_aw_cond_set(sf_jd *conds, const char *type, const char *status, const char *reason,
-                   const char *message, int64_t now_ms, int64_t generation)
-{
-	char ts[40];
-	int changed = 0, rc = 0;
-	sf_jd *c = cond_find(conds, type);
-	sf_time_rfc3339(now_ms * SF_NSEC_PER_MSEC, ts, sizeof(ts));
-	if (!c) {
-		c = sf_jd_new_obj();
-		if (!c)
-			return -ENOMEM;
-		if ((rc = sf_jd_set_str(c, "type", type)) < 0 ||
-		    (rc = sf_jd_set_str(c, "status", status)) < 0 ||
-		    (generation > 0 &&
-		     (rc = sf_jd_set_int(c, "observedGeneration", generation)) < 0) ||
-		    (rc = sf_jd_set_str(c, "lastTransitionTime", ts)) < 0 ||
-		    (rc = sf_jd_set_str(c, "reason", reason)) < 0 ||
-		    (rc = sf_jd_set_str(c, "message", message ? message : "")) < 0) {
-			sf_jd_free(c);
-			return rc;
-		}
-		rc = sf_jd_append(conds, c);
-		return rc < 0 ? rc : 1;
-	}
-	const char *cur = sf_jd_str(sf_jd_get(c, "status"), NULL);
-	if (!cur || strcmp(cur, status) != 0) {
-		if ((rc = sf_jd_set_str(c, "status", status)) < 0 ||
-		    (rc = sf_jd_set_str(c, "lastTransitionTime", ts)) < 0)
-			return rc;
-		changed = 1;
-	}
-	if ((rc = set_str_if_diff(c, "reason", reason, &changed)) < 0 ||
-	    (rc = set_str_if_diff(c, "message", message ? message : "", &changed)) < 0)
-		return rc;
-	if (generation > 0) {
-		int64_t g = 0;
-		if (sf_jd_int(sf_jd_get(c, "observedGeneration"), &g) != 0 || g != generation) {
-			if ((rc = sf_jd_set_int(c, "observedGeneration", generation)) < 0)
-				return rc;
-			changed = 1;
-		}
-	}
-	return changed;
 }
 
 /* ---- pods ---- */
