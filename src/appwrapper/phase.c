@@ -36,11 +36,11 @@
 #include "steadfast/time.h"
 
 /* condition types */
-#define C_QUOTA "QuotaReserved"
-#define C_DEPLOYED "ResourcesDeployed"
-#define C_PODSREADY "PodsReady"
-#define C_UNHEALTHY "Unhealthy"
-#define C_DELETING "DeletingResources"
+#define C_QUOTA SF_AW_COND_QUOTA
+#define C_DEPLOYED SF_AW_COND_DEPLOYED
+#define C_PODSREADY SF_AW_COND_PODSREADY
+#define C_UNHEALTHY SF_AW_COND_UNHEALTHY
+#define C_DELETING SF_AW_COND_DELETING
 #define R_UNRESOLVED "ComponentStatusUnknown"
 
 #define REQUEUE_DELETE_MS 5000
@@ -80,12 +80,6 @@ const char *sf_awp_mutant_name(sf_awp_mutant m)
 #else
 #define MUTANT(m) 0
 #endif
-
-static const char *str_or_empty(const sf_jd *n)
-{
-	const char *s = sf_jd_str(n, NULL);
-	return s ? s : "";
-}
 
 /* ---- pods ---- */
 
@@ -247,13 +241,10 @@ void sf_awp_nodes_str(const sf_awp_nodes *ns, char *buf, size_t n)
 typedef struct step {
 	const sf_awp_input *in;
 	sf_awp_plan *plan;
-	sf_jd *status; /* working copy */
-	sf_jd *conds;  /* status.conditions */
-	sf_jd *comps;  /* status.componentStatus */
+	sf_aw_status status; /* the working copy, typed */
 	int64_t now;
-	int64_t generation;
 	int suspend;
-	int rc; /* first -ENOMEM */
+	int rc; /* first -ENOMEM of the plan's own parts (the status keeps its own) */
 	size_t act_cap;
 } step;
 
@@ -263,24 +254,32 @@ static void note_rc(step *st, int rc)
 		st->rc = rc;
 }
 
+/* the step's first error, the status's setters' included */
+static int step_rc(const step *st)
+{
+	return st->rc ? st->rc : st->status.rc;
+}
+
 static void cond(step *st, const char *type, const char *status, const char *reason,
                  const char *message)
 {
-	note_rc(st, sf_aw_cond_set(st->conds, type, status, reason, message, st->now, 0));
+	sf_aw_status_set_cond(&st->status, type, status, reason, message);
 }
 
 /* upstream's clearCondition: only a True condition is set to False */
 static void clear_cond(step *st, const char *type, const char *reason, const char *message)
 {
-	if (sf_aw_cond_true(st->conds, type))
-		cond(st, type, "False", reason, message);
+	sf_aw_status_clear_cond(&st->status, type, reason, message);
 }
 
-static sf_aw_cond get_cond(step *st, const char *type)
+static sf_aw_cond get_cond(const step *st, const char *type)
 {
-	sf_aw_cond c;
-	sf_aw_cond_get(st->conds, type, &c);
-	return c;
+	return sf_aw_status_cond(&st->status, type);
+}
+
+static int cond_true(const step *st, const char *type)
+{
+	return sf_aw_status_cond_true(&st->status, type);
 }
 
 static void act(step *st, sf_awp_act_kind kind, size_t idx)
@@ -334,48 +333,31 @@ static void requeue(step *st, int64_t ms)
 static void to_phase(step *st, sf_aw_phase p)
 {
 	st->plan->to = p;
-	note_rc(st, sf_jd_set_str(st->status, "phase", sf_aw_phase_name(p)));
+	sf_aw_status_set_phase(&st->status, p);
 	/* the next phase acts at once */
 	requeue(st, 0);
 }
 
-static int64_t resetting_count(step *st)
-{
-	int64_t n = 0;
-	if (sf_jd_int(sf_jd_get(st->status, "resettingCount"), &n) != 0 || n < 0)
-		n = 0;
-	return n;
-}
-
 static void reset_or_fail(step *st, int terminal, int incr)
 {
-	int64_t n = resetting_count(st);
+	int64_t n = sf_aw_status_resetting_count(&st->status);
 	if (!terminal && n < st->in->s->retry_limit) {
-		note_rc(st, sf_jd_set_int(st->status, "resettingCount", n + incr));
+		sf_aw_status_set_resetting_count(&st->status, n + incr);
 		to_phase(st, SF_AW_RESETTING);
 	} else {
 		to_phase(st, SF_AW_FAILED);
 	}
 }
 
-static sf_jd *comp_status(step *st, size_t i)
+/* componentStatus[i] as the working status has it */
+static sf_aw_comp_status comp_status(const step *st, size_t i)
 {
-	return sf_jd_at(st->comps, i, NULL);
+	return sf_aw_status_comp(&st->status, i);
 }
 
-static sf_jd *comp_conds(step *st, size_t i)
+static size_t ncomps(const step *st)
 {
-	sf_jd *cs = comp_status(st, i);
-	sf_jd *cc = cs ? sf_jd_arr_member(cs, "conditions") : NULL;
-	if (cs && !cc)
-		note_rc(st, -ENOMEM);
-	return cc;
-}
-
-/* for reading: never creates the member */
-static const sf_jd *comp_conds_ro(step *st, size_t i)
-{
-	return sf_jd_get(comp_status(st, i), "conditions");
+	return sf_aw_status_ncomps(&st->status);
 }
 
 static const sf_awp_comp *obs(step *st, size_t i)
@@ -386,9 +368,7 @@ static const sf_awp_comp *obs(step *st, size_t i)
 
 static void comp_cond(step *st, size_t i, const char *status, const char *reason)
 {
-	sf_jd *cc = comp_conds(st, i);
-	if (cc)
-		note_rc(st, sf_aw_cond_set(cc, C_DEPLOYED, status, reason, "", st->now, 0));
+	sf_aw_status_set_comp_deployed(&st->status, i, status, reason);
 }
 
 /* Component i's kind cannot be resolved: condition `type` (Unhealthy while
@@ -398,23 +378,20 @@ static void comp_cond(step *st, size_t i, const char *status, const char *reason
 static void unresolved_report(step *st, size_t i, const char *type)
 {
 	const sf_awp_comp *c = obs(st, i);
-	const sf_jd *cs = comp_status(st, i);
+	sf_aw_comp_status cs = comp_status(st, i);
 	char msg[900];
 	snprintf(msg, sizeof(msg),
 	         "cannot tell whether component %s %s %s exists: %s; keeping phase %s and its "
 	         "quota until the API server can say",
-	         str_or_empty(sf_jd_get(cs, "apiVersion")), str_or_empty(sf_jd_get(cs, "kind")),
-	         str_or_empty(sf_jd_get(cs, "name")),
+	         cs.id[SF_AW_ID_API_VERSION], cs.id[SF_AW_ID_KIND], cs.id[SF_AW_ID_NAME],
 	         c->unresolved_msg && c->unresolved_msg[0] ? c->unresolved_msg
 	                                                   : "its kind is not resolved",
 	         sf_aw_phase_name(st->plan->from));
-	int rc;
-	if (strcmp(type, C_UNHEALTHY) == 0)
-		rc = sf_aw_cond_set(st->conds, type, "Unknown", R_UNRESOLVED, msg, st->now, 0);
-	else
-		rc = sf_aw_cond_set(st->conds, type, "True", "DeletionInitiated", msg, st->now, 0);
-	note_rc(st, rc);
-	if (rc > 0)
+	int changed =
+	    strcmp(type, C_UNHEALTHY) == 0
+	        ? sf_aw_status_set_cond(&st->status, type, "Unknown", R_UNRESOLVED, msg)
+	        : sf_aw_status_set_cond(&st->status, type, "True", "DeletionInitiated", msg);
+	if (changed > 0)
 		event(st, 1, R_UNRESOLVED, "%s", msg);
 	requeue(st, REQUEUE_UNRESOLVED_MS);
 }
@@ -424,7 +401,7 @@ static void unresolved_report(step *st, size_t i, const char *type)
 static void unresolved_clear(step *st)
 {
 	sf_aw_cond u = get_cond(st, C_UNHEALTHY);
-	if (u.present && strcmp(u.status, "Unknown") == 0 && strcmp(u.reason, R_UNRESOLVED) == 0)
+	if (sf_aw_cond_is(&u, "Unknown", R_UNRESOLVED))
 		cond(st, C_UNHEALTHY, "False", "ComponentStatusKnown", "");
 }
 
@@ -434,21 +411,21 @@ static int delete_components(step *st)
 {
 	const sf_aw_settings *s = st->in->s;
 	int remaining = 0, unresolved = 0;
-	if (!sf_aw_cond_true(st->conds, C_DELETING))
+	if (!cond_true(st, C_DELETING))
 		cond(st, C_DELETING, "True", "DeletionInitiated", "");
-	size_t n = sf_jd_len(st->comps);
+	size_t n = ncomps(st);
 	for (size_t i = 0; i < n; i++) {
-		sf_aw_cond rd;
-		sf_aw_cond_get(comp_conds_ro(st, i), C_DEPLOYED, &rd);
-		const char *name = str_or_empty(sf_jd_get(comp_status(st, i), "name"));
+		sf_aw_comp_status cs = comp_status(st, i);
+		const sf_aw_cond rd = cs.deployed;
+		const char *name = cs.id[SF_AW_ID_NAME];
 		char prefix[254];
 		sf_jv tpl =
 		    sf_jv_get(sf_jv_at(sf_jv_path(st->in->aw, "spec.components"), i), "template");
 		/* upstream skips a create initiated under no name; with a
 		 * generated name that is exactly a create whose answer may have
 		 * been lost: the controller looks it up (by owner and index) */
-		if (!rd.present || strcmp(rd.status, "False") == 0 ||
-		    (strcmp(rd.status, "Unknown") == 0 && name[0] == 0 &&
+		if (!rd.present || sf_aw_cond_is(&rd, "False", NULL) ||
+		    (sf_aw_cond_is(&rd, "Unknown", NULL) && name[0] == 0 &&
 		     sf_awc_template_name(tpl, prefix, sizeof(prefix)) <= 0))
 			continue;
 		if (obs(st, i)->unresolved) {
@@ -525,17 +502,17 @@ static int do_deletion(step *st, sf_aw_phase phase, int has_finalizer)
 	st->plan->why = "deleting";
 	if (!has_finalizer)
 		return 0;
-	if (sf_aw_cond_true(st->conds, C_DEPLOYED)) {
+	if (cond_true(st, C_DEPLOYED)) {
 		if (!delete_components(st)) {
 			if (phase != SF_AW_TERMINATING) {
 				st->plan->to = SF_AW_TERMINATING;
-				note_rc(st, sf_jd_set_str(st->status, "phase", "Terminating"));
+				sf_aw_status_set_phase(&st->status, SF_AW_TERMINATING);
 			}
 			return 0;
 		}
 		cond(st, C_DEPLOYED, "False", "Terminating", "Resources successfully deleted");
 	}
-	if (sf_aw_cond_true(st->conds, C_QUOTA))
+	if (cond_true(st, C_QUOTA))
 		cond(st, C_QUOTA, "False", "Terminating", "No resources deployed");
 	/* the finalizer goes in a separate write, once this status is in */
 	st->plan->why = "remove finalizer";
@@ -644,7 +621,7 @@ static void step_empty(step *st)
 		requeue(st, 0);
 		return;
 	}
-	if (sf_jd_len(st->comps) != sf_jv_len(sf_jv_path(aw, "spec.components"))) {
+	if (ncomps(st) != sf_jv_len(sf_jv_path(aw, "spec.components"))) {
 		sf_jd *init = NULL;
 		char err[512];
 		int rc = sf_awp_component_status_init(aw, &init, err, sizeof(err));
@@ -663,8 +640,7 @@ static void step_empty(step *st)
 			to_phase(st, SF_AW_FAILED);
 			return;
 		}
-		note_rc(st, sf_jd_set(st->status, "componentStatus", init));
-		st->comps = sf_jd_get(st->status, "componentStatus");
+		sf_aw_status_set_comps(&st->status, init);
 	}
 	st->plan->why = "initialised";
 	to_phase(st, SF_AW_SUSPENDED);
@@ -700,17 +676,21 @@ static void step_suspended(step *st)
 static int identity_changed(step *st, size_t i, char *msg, size_t n, int *recorded)
 {
 	static const struct {
-		const char *tpl, *cs;
-	} f[] = {{"apiVersion", "apiVersion"}, {"kind", "kind"}, {"metadata.name", "name"}};
+		const char *tpl;
+		sf_aw_comp_id id;
+	} f[] = {{"apiVersion", SF_AW_ID_API_VERSION},
+	         {"kind", SF_AW_ID_KIND},
+	         {"metadata.name", SF_AW_ID_NAME}};
 	sf_jv tpl = sf_jv_get(sf_jv_at(sf_jv_path(st->in->aw, "spec.components"), i), "template");
-	sf_jd *cs = comp_status(st, i);
 	char prefix[254];
 	int gen = sf_awc_template_name(tpl, prefix, sizeof(prefix)) > 0;
 	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+		sf_aw_comp_status cs = comp_status(st, i);
+		const char *key = sf_aw_comp_id_key(f[k].id);
 		char want[254] = "", have[254] = "";
 		sf_jv_str(sf_jv_path(tpl, f[k].tpl), have, sizeof(have));
-		snprintf(want, sizeof(want), "%s", str_or_empty(sf_jd_get(cs, f[k].cs)));
-		if (gen && strcmp(f[k].cs, "name") == 0) {
+		snprintf(want, sizeof(want), "%s", cs.id[f[k].id]);
+		if (gen && f[k].id == SF_AW_ID_NAME) {
 			/* the API server chooses the name: none recorded yet, or
 			 * one it made from this prefix */
 			if (!want[0] || strncmp(want, prefix, strlen(prefix)) == 0)
@@ -724,8 +704,8 @@ static int identity_changed(step *st, size_t i, char *msg, size_t n, int *record
 			    i, prefix, want, i);
 			return 1;
 		}
-		if (!want[0] && have[0] && cs) {
-			note_rc(st, sf_jd_set_str(cs, f[k].cs, have));
+		if (!want[0] && have[0] && cs.present) {
+			sf_aw_status_set_comp_id(&st->status, i, f[k].id, have);
 			*recorded = 1;
 			continue;
 		}
@@ -735,7 +715,7 @@ static int identity_changed(step *st, size_t i, char *msg, size_t n, int *record
 			    "spec.components[%zu].template.%s is \"%s\", but the component "
 			    "was recorded as \"%s\" (status.componentStatus[%zu].%s); a "
 			    "component's apiVersion, kind and name cannot change once recorded",
-			    i, f[k].tpl, have, want, i, f[k].cs);
+			    i, f[k].tpl, have, want, i, key);
 			return 1;
 		}
 	}
@@ -750,15 +730,14 @@ static void step_resuming(step *st)
 		to_phase(st, SF_AW_SUSPENDING);
 		return;
 	}
-	size_t n = sf_jd_len(st->comps);
+	size_t n = ncomps(st);
 	int creating = 0, fatal = 0;
 	char idmsg[700];
 	const char *errmsg = NULL;
 	size_t err_idx = 0;
 	for (size_t i = 0; i < n && !errmsg; i++) {
-		sf_aw_cond rd;
-		sf_aw_cond_get(comp_conds_ro(st, i), C_DEPLOYED, &rd);
-		if (rd.present && strcmp(rd.status, "True") == 0)
+		sf_aw_comp_status cs = comp_status(st, i);
+		if (sf_aw_cond_is(&cs.deployed, "True", NULL))
 			continue;
 		const sf_awp_comp *c = obs(st, i);
 		/* Created only on this attempt's evidence: the create's answer,
@@ -772,8 +751,8 @@ static void step_resuming(step *st)
 			/* a name the API server chose is recorded in the same
 			 * write that says the component exists */
 			if (c->created_name && c->created_name[0])
-				note_rc(st,
-				        sf_jd_set_str(comp_status(st, i), "name", c->created_name));
+				sf_aw_status_set_comp_id(&st->status, i, SF_AW_ID_NAME,
+				                         c->created_name);
 			comp_cond(st, i, "True", "ComponentCreatedSuccessfully");
 			continue;
 		}
@@ -842,8 +821,7 @@ static int64_t comp_confirmed_ms(step *st, size_t i)
 	const sf_awp_comp *c = obs(st, i);
 	if (c->confirmed_ms > 0)
 		return c->confirmed_ms;
-	sf_aw_cond rd;
-	sf_aw_cond_get(comp_conds_ro(st, i), C_DEPLOYED, &rd);
+	sf_aw_cond rd = comp_status(st, i).deployed;
 	if (rd.present && rd.ltt_ms > 0)
 		return rd.ltt_ms + SECOND_ROUND_UP;
 	return get_cond(st, C_DEPLOYED).ltt_ms + SECOND_ROUND_UP;
@@ -969,11 +947,11 @@ static int never_completes(step *st)
 {
 	if (MUTANT(SF_AWP_MUT_SUCCESS_ACROSS))
 		return 0;
-	size_t n = sf_jd_len(st->comps);
+	size_t n = ncomps(st);
 	for (size_t i = 0; i < n; i++) {
-		const sf_jd *cs = comp_status(st, i);
-		if (sf_awc_kind_never_completes(str_or_empty(sf_jd_get(cs, "apiVersion")),
-		                                str_or_empty(sf_jd_get(cs, "kind"))) &&
+		sf_aw_comp_status cs = comp_status(st, i);
+		if (sf_awc_kind_never_completes(cs.id[SF_AW_ID_API_VERSION],
+		                                cs.id[SF_AW_ID_KIND]) &&
 		    comp_expected(st, i) > 0)
 			return 1;
 	}
@@ -993,7 +971,7 @@ static int success_confirmed(step *st)
 	} else if (!pods_succeeded(st, &lp->pods, 1)) {
 		ok = 0;
 	}
-	size_t n = sf_jd_len(st->comps);
+	size_t n = ncomps(st);
 	for (size_t i = 0; i < n; i++) {
 		const sf_awp_comp *c = obs(st, i);
 		if (!c->completion_known)
@@ -1035,7 +1013,7 @@ static int failure_confirmed(const sf_awp_comp *c)
  * ends would ask again. */
 static void verify_cached_failures(step *st)
 {
-	size_t n = sf_jd_len(st->comps);
+	size_t n = ncomps(st);
 	for (size_t i = 0; i < n; i++) {
 		const sf_awp_comp *c = obs(st, i);
 		if (!c->unresolved && c->cached.state == SF_AWP_COMP_PRESENT &&
@@ -1055,7 +1033,7 @@ static void step_running(step *st)
 		to_phase(st, SF_AW_SUSPENDING);
 		return;
 	}
-	size_t n = sf_jd_len(st->comps);
+	size_t n = ncomps(st);
 	int64_t failed = 0;
 	int missing = 0, waiting = 0, doubt = 0, incomplete = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1170,8 +1148,7 @@ static void step_running(step *st)
 		char detail[800];
 		failure_detail(pods, detail, sizeof(detail));
 		sf_aw_cond before = get_cond(st, C_UNHEALTHY);
-		int first = !(before.present && strcmp(before.status, "True") == 0 &&
-		              strcmp(before.reason, "FoundFailedPods") == 0);
+		int first = !sf_aw_cond_is(&before, "True", "FoundFailedPods");
 		cond(st, C_UNHEALTHY, "True", "FoundFailedPods", detail);
 		sf_aw_cond u = get_cond(st, C_UNHEALTHY);
 		int64_t deadline = u.ltt_ms + s->failure_grace_ms;
@@ -1233,8 +1210,7 @@ static void step_running(step *st)
 	sf_aw_cond rd = get_cond(st, C_DEPLOYED);
 	sf_aw_cond pr = get_cond(st, C_PODSREADY);
 	int64_t from = rd.ltt_ms;
-	if (pr.present && strcmp(pr.status, "False") == 0 &&
-	    strcmp(pr.reason, "InsufficientPodsReady") == 0 && pr.ltt_ms > from)
+	if (sf_aw_cond_is(&pr, "False", "InsufficientPodsReady") && pr.ltt_ms > from)
 		from = pr.ltt_ms;
 	int64_t grace = pods_grace(st, pods, 0);
 	if (st->now < from + grace) {
@@ -1284,7 +1260,7 @@ static void step_running(step *st)
 static void step_suspending(step *st)
 {
 	st->plan->why = "suspending";
-	if (sf_aw_cond_true(st->conds, C_DEPLOYED)) {
+	if (cond_true(st, C_DEPLOYED)) {
 		if (!delete_components(st))
 			return;
 		cond(st, C_DEPLOYED, "False", "Suspended", "Suspend is true");
@@ -1304,13 +1280,13 @@ static void step_resetting(step *st)
 	}
 	st->plan->why = "resetting";
 	clear_cond(st, C_PODSREADY, "Resetting", "");
-	if (sf_aw_cond_true(st->conds, C_DEPLOYED)) {
+	if (cond_true(st, C_DEPLOYED)) {
 		if (!delete_components(st))
 			return;
 		cond(st, C_DEPLOYED, "False", "Resetting",
 		     "Resources deleted for resetting AppWrapper");
 	}
-	int64_t count = resetting_count(st);
+	int64_t count = sf_aw_status_resetting_count(&st->status);
 	int64_t pause = sf_aw_retry_pause_ms(st->in->s, st->in->cfg,
 	                                     count > 0 ? (int)(count > 62 ? 62 : count - 1) : 0);
 	/* Upstream counts the pause from Unhealthy's transition. When the
@@ -1323,8 +1299,7 @@ static void step_resetting(step *st)
 	sf_aw_cond u = get_cond(st, C_UNHEALTHY);
 	sf_aw_cond rd = get_cond(st, C_DEPLOYED);
 	int64_t from = u.ltt_ms;
-	if (rd.present && strcmp(rd.status, "False") == 0 && strcmp(rd.reason, "Resetting") == 0 &&
-	    rd.ltt_ms > from)
+	if (sf_aw_cond_is(&rd, "False", "Resetting") && rd.ltt_ms > from)
 		from = rd.ltt_ms;
 	/* condition times have whole seconds: count from the end of that
 	 * second so the pause is never shorter than configured */
@@ -1356,7 +1331,7 @@ static void step_failed(step *st)
 			return;
 		}
 	}
-	if (sf_aw_cond_true(st->conds, C_DEPLOYED)) {
+	if (cond_true(st, C_DEPLOYED)) {
 		if (!delete_components(st))
 			return;
 		cond(st, C_DEPLOYED, "False", "Failed",
@@ -1370,7 +1345,7 @@ static void step_failed(step *st)
 static void step_succeeded(step *st)
 {
 	st->plan->why = "succeeded";
-	if (!sf_aw_cond_true(st->conds, C_DEPLOYED))
+	if (!cond_true(st, C_DEPLOYED))
 		return;
 	int64_t ttl = st->in->s->success_ttl_ms;
 	sf_aw_cond rd = get_cond(st, C_DEPLOYED);
@@ -1384,28 +1359,6 @@ static void step_succeeded(step *st)
 	sf_go_duration_format(ttl * SF_NSEC_PER_MSEC, d, sizeof(d));
 	snprintf(msg, sizeof(msg), "Time to live after success of %s expired", d);
 	cond(st, C_DEPLOYED, "False", "Succeeded", msg);
-}
-
-/* 1 when the working status st says what status (the object's, maybe
- * absent) says, once both are normalised the same way (conditions and
- * componentStatus lists present); 0 when not; -ENOMEM. */
-static int status_unchanged(sf_jv status, const sf_jd *st)
-{
-	sf_jd *orig =
-	    sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : sf_jd_new_obj();
-	if (!orig)
-		return -ENOMEM;
-	if (!sf_jd_arr_member(orig, "conditions")) {
-		sf_jd_del(orig, "conditions");
-		sf_jd_arr_member(orig, "conditions");
-	}
-	if (sf_jd_type(sf_jd_get(orig, "componentStatus")) != SF_JSON_ARRAY) {
-		sf_jd_del(orig, "componentStatus");
-		sf_jd_arr_member(orig, "componentStatus");
-	}
-	int same = sf_jd_equal(orig, st);
-	sf_jd_free(orig);
-	return same;
 }
 
 int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t errlen)
@@ -1432,35 +1385,19 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 	if (sf_jv_bool(sf_jv_path(aw, "spec.suspend"), &b) == 0)
 		st.suspend = b;
 	sf_jv status = sf_jv_get(aw, "status");
-	st.status = sf_jv_type(status) == SF_JSON_OBJECT ? sf_jd_from_jv(status) : sf_jd_new_obj();
-	if (!st.status)
+	if (sf_aw_status_open(&st.status, status, in->now_ms) < 0)
 		return -ENOMEM;
-	st.conds = sf_jd_arr_member(st.status, "conditions");
-	if (!st.conds) {
-		/* a conditions member of the wrong type: start over */
-		sf_jd_del(st.status, "conditions");
-		st.conds = sf_jd_arr_member(st.status, "conditions");
-	}
-	st.comps = sf_jd_get(st.status, "componentStatus");
-	if (sf_jd_type(st.comps) != SF_JSON_ARRAY) {
-		sf_jd_del(st.status, "componentStatus");
-		st.comps = sf_jd_arr_member(st.status, "componentStatus");
-	}
-	if (!st.conds || !st.comps) {
-		sf_jd_free(st.status);
-		return -ENOMEM;
-	}
 	sf_aw_phase phase = sf_aw_phase_parse(sf_jv_get(status, "phase"));
 	plan->from = plan->to = phase;
 	int fin = has_finalizer(aw);
 
 	if (sf_jv_ok(sf_jv_path(aw, "metadata.deletionTimestamp"))) {
-		if (do_deletion(&st, phase, fin) && st.rc == 0) {
+		if (do_deletion(&st, phase, fin) && step_rc(&st) == 0) {
 			/* conditions already final: drop the finalizer now (a
 			 * status never written compares as the empty one, or an
 			 * AppWrapper deleted before its first reconcile would
 			 * keep its finalizer) */
-			int same = status_unchanged(status, st.status);
+			int same = sf_aw_status_unchanged(&st.status, status);
 			if (same < 0) {
 				note_rc(&st, same);
 			} else if (same) {
@@ -1489,30 +1426,30 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 			break;
 		}
 	}
-	if (st.rc < 0) {
-		sf_jd_free(st.status);
+	int rc = step_rc(&st);
+	if (rc < 0) {
+		sf_aw_status_close(&st.status);
 		sf_awp_plan_free(plan);
-		return st.rc;
+		return rc;
 	}
 	if (plan->meta_patch) {
 		/* one write per step: the status waits for the next pass */
-		sf_jd_free(st.status);
+		sf_aw_status_close(&st.status);
 		free(plan->acts);
 		plan->acts = NULL;
 		plan->nacts = 0;
 		plan->nevents = 0;
 		return 0;
 	}
-	int same = status_unchanged(status, st.status);
+	int same = sf_aw_status_unchanged(&st.status, status);
 	if (same < 0) {
-		sf_jd_free(st.status);
+		sf_aw_status_close(&st.status);
 		sf_awp_plan_free(plan);
 		return same;
 	}
-	if (same)
-		sf_jd_free(st.status);
-	else
-		plan->status = st.status;
+	if (!same)
+		plan->status = sf_aw_status_take(&st.status);
+	sf_aw_status_close(&st.status);
 	return 0;
 }
 
