@@ -1023,204 +1023,181 @@ static void verify_cached_failures(step *st)
 	}
 }
 
-static void step_running(step *st)
+/* What the components say, from one pass over them. */
+typedef struct comp_tally {
+	size_t n;
+	int64_t failed; /* Failed=True, confirmed by a live read */
+	int missing;    /* gone, confirmed by a live read */
+	int waiting;    /* unresolved, or absent from the cache and not yet confirmed */
+	int doubt;      /* Failed=True in the cache only */
+	int incomplete; /* reporting completion and not complete in the cache */
+} comp_tally;
+
+/* Component i present in the cache: counted complete or not, failed when a
+ * live read says so, in doubt when only the cache does. */
+static void tally_present(step *st, const sf_awp_comp *c, comp_tally *t)
 {
-	const sf_aw_settings *s = st->in->s;
-	static const sf_awp_pods no_pods;
-	const sf_awp_pods *pods = st->in->pods ? st->in->pods : &no_pods;
-	if (st->suspend) {
-		st->plan->why = "suspend while running";
-		to_phase(st, SF_AW_SUSPENDING);
+	t->incomplete += c->completion_known && !c->cached.complete;
+	if (failure_confirmed(c)) {
+		t->failed++; /* confirmed by a live read */
+	} else if (c->cached.failed) {
+		/* the cache's copy says Failed: it may be an earlier
+		 * incarnation's word; a reset needs the live object's
+		 * (verify_cached_failures) */
+		t->doubt = 1;
+		if (c->live.found != SF_AWP_LIVE_NONE) {
+			st->plan->suppressed_stale = 1;
+			requeue(st, REQUEUE_NOT_READY_MS);
+		}
+	}
+}
+
+/* Component i absent from the cache (or being deleted by someone): a
+ * suspicion, not evidence. Missing only on a live read's word, after the
+ * grace; until then the step waits, or asks. */
+static void tally_absent(step *st, size_t i, const sf_awp_comp *c, comp_tally *t)
+{
+	int64_t until = comp_confirmed_ms(st, i) + st->in->s->missing_grace_ms;
+	if (c->live.found == SF_AWP_LIVE_MISSING ||
+	    (MUTANT(SF_AWP_MUT_MISSING_WITHOUT_LIVE) && st->now >= until)) {
+		t->missing++;
 		return;
 	}
-	size_t n = ncomps(st);
-	int64_t failed = 0;
-	int missing = 0, waiting = 0, doubt = 0, incomplete = 0;
-	for (size_t i = 0; i < n; i++) {
+	t->waiting = 1;
+	if (c->live.found == SF_AWP_LIVE_FOUND) {
+		/* a live read saw it: the cache is behind */
+		requeue(st, REQUEUE_NOT_READY_MS);
+	} else if (st->now < until) {
+		requeue(st, until - st->now);
+	} else {
+		act(st, SF_AWP_ACT_VERIFY, i);
+	}
+}
+
+static void tally_components(step *st, comp_tally *t)
+{
+	t->n = ncomps(st);
+	for (size_t i = 0; i < t->n; i++) {
 		const sf_awp_comp *c = obs(st, i);
 		if (c->unresolved) {
 			/* cannot say whether it exists: keep the phase and the
 			 * quota, and say so */
 			unresolved_report(st, i, C_UNHEALTHY);
-			waiting = 1;
-			continue;
+			t->waiting = 1;
+		} else if (c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting) {
+			tally_present(st, c, t);
+		} else if (c->cached.state != SF_AWP_COMP_PENDING) {
+			/* (PENDING: we created it; the cache has not caught up) */
+			tally_absent(st, i, c, t);
 		}
-		if (c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting) {
-			incomplete += c->completion_known && !c->cached.complete;
-			if (failure_confirmed(c)) {
-				failed++; /* confirmed by a live read */
-			} else if (c->cached.failed) {
-				/* the cache's copy says Failed: it may be an
-				 * earlier incarnation's word; a reset needs the
-				 * live object's (verify_cached_failures) */
-				doubt = 1;
-				if (c->live.found != SF_AWP_LIVE_NONE) {
-					st->plan->suppressed_stale = 1;
-					requeue(st, REQUEUE_NOT_READY_MS);
-				}
+	}
+}
+
+/* A component a live read found gone: Failed, as upstream. */
+static void fail_missing(step *st, const comp_tally *t)
+{
+	char msg[160];
+	snprintf(msg, sizeof(msg),
+	         "Only found %" PRId64 " deployed components, but was expecting %zu",
+	         (int64_t)t->n - t->missing, t->n);
+	cond(st, C_UNHEALTHY, "True", "MissingComponent", msg);
+	event(st, 1, C_UNHEALTHY, "MissingComponent: %s", msg);
+	st->plan->why = "missing component";
+	drop_acts(st, SF_AWP_ACT_VERIFY);
+	st->plan->requeue_ms = -1;
+	to_phase(st, SF_AW_FAILED);
+}
+
+/* Components a live read found Failed=True: a reset (or Failed). */
+static void reset_failed_components(step *st, int64_t failed, const sf_awp_pods *pods)
+{
+	char msg[96];
+	snprintf(msg, sizeof(msg), "Found %" PRId64 " failed components", failed);
+	cond(st, C_UNHEALTHY, "True", "FailedComponent", msg);
+	event(st, 1, C_UNHEALTHY, "FailedComponent: %s", msg);
+	st->plan->why = "failed component";
+	reset_or_fail(st, pods->terminal_failure, 1);
+}
+
+/* The caches say done. Succeeded ends the workload (Kueue finishes it,
+ * QuotaReserved goes False): the live pods and each component that reports
+ * its completion must say so too. */
+static void succeed(step *st, const sf_awp_pods *pods)
+{
+	const sf_awp_pods *done = pods;
+	if (!MUTANT(SF_AWP_MUT_SUCCESS_FROM_CACHE)) {
+		int r = success_confirmed(st);
+		if (r <= 0) {
+			if (r < 0) {
+				st->plan->why = "success in the caches; confirming with live reads";
+			} else {
+				st->plan->suppressed_stale = 1;
+				st->plan->why = "success in the caches, not in live reads";
 			}
-			continue;
-		}
-		if (c->cached.state == SF_AWP_COMP_PENDING)
-			continue; /* we created it; the cache has not caught up */
-		/* Absent from the cache (or being deleted by someone). That is
-		 * a suspicion, not evidence. */
-		int64_t until = comp_confirmed_ms(st, i) + s->missing_grace_ms;
-		if (c->live.found == SF_AWP_LIVE_MISSING ||
-		    (MUTANT(SF_AWP_MUT_MISSING_WITHOUT_LIVE) && st->now >= until)) {
-			missing++;
-			continue;
-		}
-		waiting = 1;
-		if (c->live.found == SF_AWP_LIVE_FOUND) {
-			/* a live read saw it: the cache is behind */
-			requeue(st, REQUEUE_NOT_READY_MS);
-		} else if (st->now < until) {
-			requeue(st, until - st->now);
-		} else {
-			act(st, SF_AWP_ACT_VERIFY, i);
-		}
-	}
-	if (missing) {
-		char msg[160];
-		snprintf(msg, sizeof(msg),
-		         "Only found %" PRId64 " deployed components, but was expecting %zu",
-		         (int64_t)n - missing, n);
-		cond(st, C_UNHEALTHY, "True", "MissingComponent", msg);
-		event(st, 1, C_UNHEALTHY, "MissingComponent: %s", msg);
-		st->plan->why = "missing component";
-		drop_acts(st, SF_AWP_ACT_VERIFY);
-		st->plan->requeue_ms = -1;
-		to_phase(st, SF_AW_FAILED);
-		return;
-	}
-	if (waiting) {
-		st->plan->suppressed_missing = 1;
-		st->plan->why = "component not in cache; confirming before acting";
-		return;
-	}
-	if (doubt) {
-		verify_cached_failures(st);
-		st->plan->why = "a cached Failed=True; confirming with a live read";
-		return;
-	}
-	unresolved_clear(st);
-	if (failed > 0) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "Found %" PRId64 " failed components", failed);
-		cond(st, C_UNHEALTHY, "True", "FailedComponent", msg);
-		event(st, 1, C_UNHEALTHY, "FailedComponent: %s", msg);
-		st->plan->why = "failed component";
-		reset_or_fail(st, pods->terminal_failure, 1);
-		return;
-	}
-	if (pods_succeeded(st, pods, 0) && incomplete == 0 && !never_completes(st)) {
-		/* The caches say done. Succeeded ends the workload (Kueue
-		 * finishes it, QuotaReserved goes False): the live pods and
-		 * each component that reports its completion must say so. */
-		const sf_awp_pods *done = pods;
-		if (!MUTANT(SF_AWP_MUT_SUCCESS_FROM_CACHE)) {
-			int r = success_confirmed(st);
-			if (r <= 0) {
-				if (r < 0) {
-					st->plan->why =
-					    "success in the caches; confirming with live reads";
-				} else {
-					st->plan->suppressed_stale = 1;
-					st->plan->why = "success in the caches, not in live reads";
-				}
-				requeue(st, REQUEUE_LIVE_PODS_MS);
-				return;
-			}
-			done = &st->in->live_pods->pods;
-		}
-		char msg[128];
-		snprintf(msg, sizeof(msg),
-		         "%d pods succeeded and no running, pending, or failed pods",
-		         done->succeeded);
-		cond(st, C_QUOTA, "False", "Succeeded", msg);
-		cond(st, C_DEPLOYED, "True", "Succeeded", msg);
-		st->plan->why = "succeeded";
-		to_phase(st, SF_AW_SUCCEEDED);
-		return;
-	}
-	if (pods->failed > 0) {
-		char detail[800];
-		failure_detail(pods, detail, sizeof(detail));
-		sf_aw_cond before = get_cond(st, C_UNHEALTHY);
-		int first = !sf_aw_cond_is(&before, "True", "FoundFailedPods");
-		cond(st, C_UNHEALTHY, "True", "FoundFailedPods", detail);
-		sf_aw_cond u = get_cond(st, C_UNHEALTHY);
-		int64_t deadline = u.ltt_ms + s->failure_grace_ms;
-		if (st->now < deadline) {
-			/* first sight: tell the user now, before any reset */
-			if (first)
-				event(st, 1, "FoundFailedPods", "%s", detail);
-			st->plan->why = "failed pods, within failure grace";
-			requeue(st, deadline - st->now);
+			requeue(st, REQUEUE_LIVE_PODS_MS);
 			return;
 		}
-		/* Past the grace a reset follows: the failure must be in a
-		 * live list (a cached pod may be gone, or an earlier
-		 * incarnation's), and its details are the live list's. */
-		int terminal = pods->terminal_failure;
-		if (!MUTANT(SF_AWP_MUT_FAILED_PODS_FROM_CACHE)) {
-			const sf_awp_live_pods *lp = st->in->live_pods;
-			if (!lp) {
-				act(st, SF_AWP_ACT_LIST_PODS, 0);
-				st->plan->why =
-				    "failed pods in the cache; confirming with a live list";
-				requeue(st, REQUEUE_LIVE_PODS_MS);
-				return;
-			}
-			if (lp->pods.failed == 0) {
-				st->plan->suppressed_stale = 1;
-				st->plan->why = "failed pods in the cache, none in a live list";
-				requeue(st, REQUEUE_LIVE_PODS_MS);
-				return;
-			}
-			failure_detail(&lp->pods, detail, sizeof(detail));
-			cond(st, C_UNHEALTHY, "True", "FoundFailedPods", detail);
-			terminal = lp->pods.terminal_failure;
+		done = &st->in->live_pods->pods;
+	}
+	char msg[128];
+	snprintf(msg, sizeof(msg), "%d pods succeeded and no running, pending, or failed pods",
+	         done->succeeded);
+	cond(st, C_QUOTA, "False", "Succeeded", msg);
+	cond(st, C_DEPLOYED, "True", "Succeeded", msg);
+	st->plan->why = "succeeded";
+	to_phase(st, SF_AW_SUCCEEDED);
+}
+
+/* Failed pods in the cache: Unhealthy (and an event) at first sight; past
+ * the failure grace a reset, once a live list shows the failure too (a
+ * cached pod may be gone, or an earlier incarnation's), with the live
+ * list's details. */
+static void failed_pods(step *st, const sf_awp_pods *pods)
+{
+	char detail[800];
+	failure_detail(pods, detail, sizeof(detail));
+	sf_aw_cond before = get_cond(st, C_UNHEALTHY);
+	int first = !sf_aw_cond_is(&before, "True", "FoundFailedPods");
+	cond(st, C_UNHEALTHY, "True", "FoundFailedPods", detail);
+	sf_aw_cond u = get_cond(st, C_UNHEALTHY);
+	int64_t deadline = u.ltt_ms + st->in->s->failure_grace_ms;
+	if (st->now < deadline) {
+		/* first sight: tell the user now, before any reset */
+		if (first)
+			event(st, 1, "FoundFailedPods", "%s", detail);
+		st->plan->why = "failed pods, within failure grace";
+		requeue(st, deadline - st->now);
+		return;
+	}
+	int terminal = pods->terminal_failure;
+	if (!MUTANT(SF_AWP_MUT_FAILED_PODS_FROM_CACHE)) {
+		const sf_awp_live_pods *lp = st->in->live_pods;
+		if (!lp) {
+			act(st, SF_AWP_ACT_LIST_PODS, 0);
+			st->plan->why = "failed pods in the cache; confirming with a live list";
+			requeue(st, REQUEUE_LIVE_PODS_MS);
+			return;
 		}
-		event(st, 1, C_UNHEALTHY, "FoundFailedPods: %s", detail);
-		st->plan->why = "failed pods";
-		reset_or_fail(st, terminal, 1);
-		return;
+		if (lp->pods.failed == 0) {
+			st->plan->suppressed_stale = 1;
+			st->plan->why = "failed pods in the cache, none in a live list";
+			requeue(st, REQUEUE_LIVE_PODS_MS);
+			return;
+		}
+		failure_detail(&lp->pods, detail, sizeof(detail));
+		cond(st, C_UNHEALTHY, "True", "FoundFailedPods", detail);
+		terminal = lp->pods.terminal_failure;
 	}
-	if (evacuate(st))
-		return;
-	clear_cond(st, C_UNHEALTHY, "FoundNoFailedPods", "");
-	if ((int64_t)pods->running + succeeded_counted(st, pods, 0) >= st->in->expected_pods) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "%d pods running; %d pods succeeded", pods->running,
-		         pods->succeeded);
-		cond(st, C_PODSREADY, "True", "SufficientPodsReady", msg);
-		st->plan->why = "pods ready";
-		requeue(st, REQUEUE_READY_MS);
-		return;
-	}
-	char detail[128];
-	snprintf(detail, sizeof(detail), "%d pods pending; %d pods running; %d pods succeeded",
-	         pods->pending, pods->running, pods->succeeded);
-	clear_cond(st, C_PODSREADY, "InsufficientPodsReady", detail);
-	/* The grace counts from the later of the deployment and the last time
-	 * enough pods were seen (PodsReady turning False): one step with a
-	 * stale pod cache on a long-running AppWrapper must not reset it. */
-	sf_aw_cond rd = get_cond(st, C_DEPLOYED);
-	sf_aw_cond pr = get_cond(st, C_PODSREADY);
-	int64_t from = rd.ltt_ms;
-	if (sf_aw_cond_is(&pr, "False", "InsufficientPodsReady") && pr.ltt_ms > from)
-		from = pr.ltt_ms;
-	int64_t grace = pods_grace(st, pods, 0);
-	if (st->now < from + grace) {
-		st->plan->why = "waiting for pods";
-		int64_t left = from + grace - st->now;
-		requeue(st, left < REQUEUE_NOT_READY_MS ? left : REQUEUE_NOT_READY_MS);
-		return;
-	}
-	/* Too few pods in the cache past the grace: confirm with a live list
-	 * answered after the grace expired before anything is reset. */
+	event(st, 1, C_UNHEALTHY, "FoundFailedPods: %s", detail);
+	st->plan->why = "failed pods";
+	reset_or_fail(st, terminal, 1);
+}
+
+/* Too few pods in the cache past their grace (counted from `from`): only
+ * a live list answered after the grace expired, judged by the same rule,
+ * may turn that into Unhealthy and a reset. */
+static void too_few_pods(step *st, int64_t from, int64_t grace)
+{
 	const sf_awp_pods *live = st->in->live_pods ? &st->in->live_pods->pods : NULL;
 	int64_t live_ms = st->in->live_pods ? st->in->live_pods->answered_ms : 0;
 	if (!live || live_ms < from + grace) {
@@ -1249,12 +1226,87 @@ static void step_running(step *st)
 		confirm_with_live_list(st); /* answered before that grace expired */
 		return;
 	}
+	char detail[128];
 	snprintf(detail, sizeof(detail), "%d pods pending; %d pods running; %d pods succeeded",
 	         live->pending, live->running, live->succeeded);
 	cond(st, C_UNHEALTHY, "True", "InsufficientPodsReady", detail);
 	event(st, 1, C_UNHEALTHY, "InsufficientPodsReady: %s", detail);
 	st->plan->why = "insufficient pods ready";
 	reset_or_fail(st, live->terminal_failure, 1);
+}
+
+/* PodsReady from the pod cache; too few pods wait out their grace. */
+static void pods_readiness(step *st, const sf_awp_pods *pods)
+{
+	if ((int64_t)pods->running + succeeded_counted(st, pods, 0) >= st->in->expected_pods) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "%d pods running; %d pods succeeded", pods->running,
+		         pods->succeeded);
+		cond(st, C_PODSREADY, "True", "SufficientPodsReady", msg);
+		st->plan->why = "pods ready";
+		requeue(st, REQUEUE_READY_MS);
+		return;
+	}
+	char detail[128];
+	snprintf(detail, sizeof(detail), "%d pods pending; %d pods running; %d pods succeeded",
+	         pods->pending, pods->running, pods->succeeded);
+	clear_cond(st, C_PODSREADY, "InsufficientPodsReady", detail);
+	/* The grace counts from the later of the deployment and the last time
+	 * enough pods were seen (PodsReady turning False): one step with a
+	 * stale pod cache on a long-running AppWrapper must not reset it. */
+	sf_aw_cond rd = get_cond(st, C_DEPLOYED);
+	sf_aw_cond pr = get_cond(st, C_PODSREADY);
+	int64_t from = rd.ltt_ms;
+	if (sf_aw_cond_is(&pr, "False", "InsufficientPodsReady") && pr.ltt_ms > from)
+		from = pr.ltt_ms;
+	int64_t grace = pods_grace(st, pods, 0);
+	if (st->now < from + grace) {
+		st->plan->why = "waiting for pods";
+		int64_t left = from + grace - st->now;
+		requeue(st, left < REQUEUE_NOT_READY_MS ? left : REQUEUE_NOT_READY_MS);
+		return;
+	}
+	too_few_pods(st, from, grace);
+}
+
+/* Running: the components first (missing, unresolved, failed), then the
+ * pods (done, failed, evacuated, ready). */
+static void step_running(step *st)
+{
+	static const sf_awp_pods no_pods;
+	const sf_awp_pods *pods = st->in->pods ? st->in->pods : &no_pods;
+	if (st->suspend) {
+		st->plan->why = "suspend while running";
+		to_phase(st, SF_AW_SUSPENDING);
+		return;
+	}
+	comp_tally t = {0};
+	tally_components(st, &t);
+	if (t.missing) {
+		fail_missing(st, &t);
+		return;
+	}
+	if (t.waiting) {
+		st->plan->suppressed_missing = 1;
+		st->plan->why = "component not in cache; confirming before acting";
+		return;
+	}
+	if (t.doubt) {
+		verify_cached_failures(st);
+		st->plan->why = "a cached Failed=True; confirming with a live read";
+		return;
+	}
+	unresolved_clear(st);
+	if (t.failed > 0)
+		reset_failed_components(st, t.failed, pods);
+	else if (pods_succeeded(st, pods, 0) && t.incomplete == 0 && !never_completes(st))
+		succeed(st, pods);
+	else if (pods->failed > 0)
+		failed_pods(st, pods);
+	else if (!evacuate(st)) {
+		clear_cond(st, C_UNHEALTHY, "FoundNoFailedPods", "");
+		pods_readiness(st, pods);
+	}
 }
 
 static void step_suspending(step *st)
