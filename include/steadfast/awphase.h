@@ -252,7 +252,7 @@ int sf_awp_read_adopt(const sf_awp_answer *a, sf_awp_create_outcome *out);
 int sf_awp_read_delete(const sf_awp_answer *a, int *gone);
 
 #ifdef SF_AWP_MUTANTS
-/* Test builds only (test/model compiles phase.c with SF_AWP_MUTANTS):
+/* Test builds only (test/model compiles phase*.c with SF_AWP_MUTANTS):
  * known bugs of the evidence rules, each switched on alone, to prove that
  * the model checker finds every one of them. */
 typedef enum {
