@@ -109,14 +109,11 @@ void sf_awp_unresolved_report(step *st, size_t i, const char *type)
 	requeue(st, REQUEUE_UNRESOLVED_MS);
 }
 
-/* upstream's deleteComponents, one pass: returns 1 when every component and
- * every labelled pod is gone. */
-static int delete_components(step *st)
+/* A DELETE of every component that may exist: 1 while some remain (sent,
+ * or unresolved: then *unresolved too), 0 when none does. */
+static int delete_each_component(step *st, int *unresolved)
 {
-	const sf_aw_settings *s = st->in->s;
-	int remaining = 0, unresolved = 0;
-	if (!cond_true(st, C_DELETING))
-		cond(st, C_DELETING, "True", "DeletionInitiated", "");
+	int remaining = 0;
 	size_t n = ncomps(st);
 	for (size_t i = 0; i < n; i++) {
 		sf_aw_comp_status cs = comp_status(st, i);
@@ -136,7 +133,7 @@ static int delete_components(step *st)
 			/* no DELETE can be sent and no answer would prove it
 			 * gone: wait, keeping the phase and the quota */
 			sf_awp_unresolved_report(st, i, C_DELETING);
-			remaining = unresolved = 1;
+			remaining = *unresolved = 1;
 			continue;
 		}
 		if (obs(st, i)->delete_gone) {
@@ -147,24 +144,19 @@ static int delete_components(step *st)
 		act(st, SF_AWP_ACT_DELETE, i);
 		remaining = 1;
 	}
-	if (!unresolved) {
-		/* the message of an earlier unresolved pass goes */
-		sf_aw_cond d = get_cond(st, C_DELETING);
-		if (d.present && strcmp(d.reason, "DeletionInitiated") == 0 && d.message[0])
-			cond(st, C_DELETING, "True", "DeletionInitiated", "");
-	}
-	sf_aw_cond del = get_cond(st, C_DELETING);
-	int expired = st->now > del.ltt_ms + s->forceful_deletion_grace_ms;
-	if (remaining && !expired) {
-		requeue(st, REQUEUE_DELETE_MS);
-		return 0;
-	}
-	/* The pod cache may not have seen pods the components' controllers
-	 * made a moment ago (and a Job leaves its own watch at once under
-	 * background propagation): the end of a deletion - and with it
-	 * QuotaReserved False and the finalizer's removal - needs a live LIST
-	 * asked after every DELETE this term had acknowledged, showing no
-	 * pod. The cache only says when asking is worth it. */
+	return remaining;
+}
+
+/* Once no component remains, or the forceful deletion grace expired: 1
+ * when the pods are gone too. The pod cache may not have seen pods the
+ * components' controllers made a moment ago (and a Job leaves its own
+ * watch at once under background propagation): the end of a deletion -
+ * and with it QuotaReserved False and the finalizer's removal - needs a
+ * live LIST asked after every DELETE this term had acknowledged, showing
+ * no pod. The cache only says when asking is worth it. Past the grace,
+ * what is left is deleted with grace period 0. */
+static int pods_gone(step *st, int remaining, int expired)
+{
 	int32_t cached = st->in->pods ? st->in->pods->total : 0;
 	const sf_awp_live_pods *lp = st->in->live_pods;
 	int fresh =
@@ -198,6 +190,29 @@ static int delete_components(step *st)
 	}
 	requeue(st, REQUEUE_DELETE_MS);
 	return 0;
+}
+
+/* upstream's deleteComponents, one pass: returns 1 when every component and
+ * every labelled pod is gone. */
+static int delete_components(step *st)
+{
+	int unresolved = 0;
+	if (!cond_true(st, C_DELETING))
+		cond(st, C_DELETING, "True", "DeletionInitiated", "");
+	int remaining = delete_each_component(st, &unresolved);
+	if (!unresolved) {
+		/* the message of an earlier unresolved pass goes */
+		sf_aw_cond d = get_cond(st, C_DELETING);
+		if (d.present && strcmp(d.reason, "DeletionInitiated") == 0 && d.message[0])
+			cond(st, C_DELETING, "True", "DeletionInitiated", "");
+	}
+	sf_aw_cond del = get_cond(st, C_DELETING);
+	int expired = st->now > del.ltt_ms + st->in->s->forceful_deletion_grace_ms;
+	if (remaining && !expired) {
+		requeue(st, REQUEUE_DELETE_MS);
+		return 0;
+	}
+	return pods_gone(st, remaining, expired);
 }
 
 /* Returns 1 when the finalizer may go (components gone, conditions final). */
@@ -377,6 +392,79 @@ static void step_succeeded(step *st)
 	cond(st, C_DEPLOYED, "False", "Succeeded", msg);
 }
 
+/* A deletionTimestamp: the components go, then the conditions become
+ * final, then (a write of its own) the finalizer. */
+static void step_deleted(step *st, sf_jv status, sf_aw_phase phase)
+{
+	if (!do_deletion(st, phase, sf_awp_has_finalizer(st->in->aw)) || step_rc(st) != 0)
+		return;
+	/* conditions already final: drop the finalizer now (a status never
+	 * written compares as the empty one, or an AppWrapper deleted before
+	 * its first reconcile would keep its finalizer) */
+	int same = sf_aw_status_unchanged(&st->status, status);
+	if (same < 0) {
+		note_rc(st, same);
+	} else if (same) {
+		st->plan->meta_patch = sf_awp_finalizers_patch(st, SF_AW_FINALIZER, NULL);
+		st->plan->requeue_ms = -1;
+	}
+}
+
+static void step_phase(step *st, sf_aw_phase phase, char *err, size_t errlen)
+{
+	switch (phase) {
+	case SF_AW_EMPTY: sf_awp_step_empty(st); break;
+	case SF_AW_SUSPENDED: sf_awp_step_suspended(st); break;
+	case SF_AW_RESUMING: sf_awp_step_resuming(st); break;
+	case SF_AW_RUNNING: sf_awp_step_running(st); break;
+	case SF_AW_SUSPENDING: step_suspending(st); break;
+	case SF_AW_RESETTING: step_resetting(st); break;
+	case SF_AW_FAILED: step_failed(st); break;
+	case SF_AW_SUCCEEDED: step_succeeded(st); break;
+	case SF_AW_TERMINATING:
+		/* only meaningful with a deletionTimestamp */
+		st->plan->why = "terminating";
+		break;
+	default:
+		snprintf(err, errlen, "unknown phase in status");
+		st->plan->why = "unknown phase";
+		break;
+	}
+}
+
+/* The plan as the step left it: one write per step (a metadata patch, or
+ * the status when it differs from status, the object's). 0 or an error
+ * (then nothing is planned). */
+static int plan_finish(step *st, sf_jv status)
+{
+	sf_awp_plan *plan = st->plan;
+	int rc = step_rc(st);
+	if (rc < 0) {
+		sf_aw_status_close(&st->status);
+		sf_awp_plan_free(plan);
+		return rc;
+	}
+	if (plan->meta_patch) {
+		/* one write per step: the status waits for the next pass */
+		sf_aw_status_close(&st->status);
+		free(plan->acts);
+		plan->acts = NULL;
+		plan->nacts = 0;
+		plan->nevents = 0;
+		return 0;
+	}
+	int same = sf_aw_status_unchanged(&st->status, status);
+	if (same < 0) {
+		sf_aw_status_close(&st->status);
+		sf_awp_plan_free(plan);
+		return same;
+	}
+	if (!same)
+		plan->status = sf_aw_status_take(&st->status);
+	sf_aw_status_close(&st->status);
+	return 0;
+}
+
 int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t errlen)
 {
 	memset(plan, 0, sizeof(*plan));
@@ -405,68 +493,11 @@ int sf_awp_step(const sf_awp_input *in, sf_awp_plan *plan, char *err, size_t err
 		return -ENOMEM;
 	sf_aw_phase phase = sf_aw_phase_parse(sf_jv_get(status, "phase"));
 	plan->from = plan->to = phase;
-	int fin = sf_awp_has_finalizer(aw);
-
-	if (sf_jv_ok(sf_jv_path(aw, "metadata.deletionTimestamp"))) {
-		if (do_deletion(&st, phase, fin) && step_rc(&st) == 0) {
-			/* conditions already final: drop the finalizer now (a
-			 * status never written compares as the empty one, or an
-			 * AppWrapper deleted before its first reconcile would
-			 * keep its finalizer) */
-			int same = sf_aw_status_unchanged(&st.status, status);
-			if (same < 0) {
-				note_rc(&st, same);
-			} else if (same) {
-				plan->meta_patch =
-				    sf_awp_finalizers_patch(&st, SF_AW_FINALIZER, NULL);
-				plan->requeue_ms = -1;
-			}
-		}
-	} else {
-		switch (phase) {
-		case SF_AW_EMPTY: sf_awp_step_empty(&st); break;
-		case SF_AW_SUSPENDED: sf_awp_step_suspended(&st); break;
-		case SF_AW_RESUMING: sf_awp_step_resuming(&st); break;
-		case SF_AW_RUNNING: sf_awp_step_running(&st); break;
-		case SF_AW_SUSPENDING: step_suspending(&st); break;
-		case SF_AW_RESETTING: step_resetting(&st); break;
-		case SF_AW_FAILED: step_failed(&st); break;
-		case SF_AW_SUCCEEDED: step_succeeded(&st); break;
-		case SF_AW_TERMINATING:
-			/* only meaningful with a deletionTimestamp */
-			plan->why = "terminating";
-			break;
-		default:
-			snprintf(err, errlen, "unknown phase in status");
-			plan->why = "unknown phase";
-			break;
-		}
-	}
-	int rc = step_rc(&st);
-	if (rc < 0) {
-		sf_aw_status_close(&st.status);
-		sf_awp_plan_free(plan);
-		return rc;
-	}
-	if (plan->meta_patch) {
-		/* one write per step: the status waits for the next pass */
-		sf_aw_status_close(&st.status);
-		free(plan->acts);
-		plan->acts = NULL;
-		plan->nacts = 0;
-		plan->nevents = 0;
-		return 0;
-	}
-	int same = sf_aw_status_unchanged(&st.status, status);
-	if (same < 0) {
-		sf_aw_status_close(&st.status);
-		sf_awp_plan_free(plan);
-		return same;
-	}
-	if (!same)
-		plan->status = sf_aw_status_take(&st.status);
-	sf_aw_status_close(&st.status);
-	return 0;
+	if (sf_jv_ok(sf_jv_path(aw, "metadata.deletionTimestamp")))
+		step_deleted(&st, status, phase);
+	else
+		step_phase(&st, phase, err, errlen);
+	return plan_finish(&st, status);
 }
 
 void sf_awp_plan_free(sf_awp_plan *plan)

@@ -165,90 +165,112 @@ static int identity_changed(step *st, size_t i, char *msg, size_t n, int *record
 	return 0;
 }
 
+/* Why creating the components stops: a create's answer, or a template
+ * whose identity changed (msg NULL: nothing stops it). */
+typedef struct create_error {
+	const char *msg;
+	size_t idx;
+	int fatal;
+	char idmsg[700];
+} create_error;
+
+/* Component i in Resuming: 0 when it exists (or existed already), 1 while
+ * it is being created (a create planned, or waiting to plan one), -1 when
+ * creating it failed (*e says why). */
+static int resume_component(step *st, size_t i, create_error *e)
+{
+	sf_aw_comp_status cs = comp_status(st, i);
+	if (sf_aw_cond_is(&cs.deployed, "True", NULL))
+		return 0;
+	const sf_awp_comp *c = obs(st, i);
+	/* Created only on this attempt's evidence: the create's answer, or
+	 * AlreadyExists and a live read of an object this AppWrapper controls
+	 * that is not going away. A cached copy may be the incarnation a reset
+	 * deleted (the last leader's, which this term never knew): a create
+	 * settles it either way. */
+	if (c->create == SF_AWP_CREATE_OK ||
+	    (MUTANT(SF_AWP_MUT_RESUME_TRUSTS_CACHE) && c->cached.state == SF_AWP_COMP_PRESENT &&
+	     !c->cached.deleting)) {
+		/* a name the API server chose is recorded in the same write
+		 * that says the component exists */
+		if (c->created_name && c->created_name[0])
+			sf_aw_status_set_comp_id(&st->status, i, SF_AW_ID_NAME, c->created_name);
+		comp_cond(st, i, "True", "ComponentCreatedSuccessfully");
+		return 0;
+	}
+	if (c->create == SF_AWP_CREATE_FATAL || c->create == SF_AWP_CREATE_RETRYABLE) {
+		e->fatal = c->create == SF_AWP_CREATE_FATAL;
+		e->msg = c->create_msg ? c->create_msg : "unknown error";
+		e->idx = i;
+		return -1;
+	}
+	if (c->cached.state == SF_AWP_COMP_PRESENT && c->cached.deleting) {
+		/* the previous incarnation is still going away */
+		requeue(st, REQUEUE_RETRY_CREATE_MS);
+		return 1;
+	}
+	int recorded = 0;
+	if (identity_changed(st, i, e->idmsg, sizeof(e->idmsg), &recorded)) {
+		/* what would be created is not what is tracked: never create it
+		 * (the old one would be orphaned and the new one reported
+		 * missing) */
+		e->fatal = 1;
+		e->msg = e->idmsg;
+		e->idx = i;
+		return -1;
+	}
+	comp_cond(st, i, "Unknown", "ComponentCreationInitiated");
+	if (recorded)
+		requeue(st, 0); /* create once the identity is written */
+	else
+		act(st, SF_AWP_ACT_CREATE, i);
+	return 1;
+}
+
+/* A create failed: retried within the admission grace unless it never can
+ * succeed; then Unhealthy, an event, and a reset (or Failed). */
+static void create_failed(step *st, const create_error *e)
+{
+	if (!e->fatal) {
+		sf_aw_cond rd = get_cond(st, C_DEPLOYED);
+		if (st->now < rd.ltt_ms + st->in->s->admission_grace_ms) {
+			st->plan->why = "create failed, retrying";
+			requeue(st, REQUEUE_RETRY_CREATE_MS);
+			return;
+		}
+	} else {
+		comp_cond(st, e->idx, "False", "ComponentCreationErrored");
+	}
+	char msg[1100];
+	snprintf(msg, sizeof(msg), "error creating components: %s", e->msg);
+	cond(st, C_UNHEALTHY, "True", "CreateFailed", msg);
+	event(st, 1, C_UNHEALTHY, "CreateFailed: %s", msg);
+	st->plan->why = "create failed";
+	if (e->fatal)
+		to_phase(st, SF_AW_FAILED);
+	else
+		sf_awp_reset_or_fail(st, 0, 1);
+}
+
+/* Resuming: every component created (in order, stopping at the first
+ * failure), then Running. */
 void sf_awp_step_resuming(step *st)
 {
-	const sf_aw_settings *s = st->in->s;
 	if (st->suspend) {
 		st->plan->why = "suspend while resuming";
 		to_phase(st, SF_AW_SUSPENDING);
 		return;
 	}
 	size_t n = ncomps(st);
-	int creating = 0, fatal = 0;
-	char idmsg[700];
-	const char *errmsg = NULL;
-	size_t err_idx = 0;
-	for (size_t i = 0; i < n && !errmsg; i++) {
-		sf_aw_comp_status cs = comp_status(st, i);
-		if (sf_aw_cond_is(&cs.deployed, "True", NULL))
-			continue;
-		const sf_awp_comp *c = obs(st, i);
-		/* Created only on this attempt's evidence: the create's answer,
-		 * or AlreadyExists and a live read of an object this AppWrapper
-		 * controls that is not going away. A cached copy may be the
-		 * incarnation a reset deleted (the last leader's, which this
-		 * term never knew): a create settles it either way. */
-		if (c->create == SF_AWP_CREATE_OK ||
-		    (MUTANT(SF_AWP_MUT_RESUME_TRUSTS_CACHE) &&
-		     c->cached.state == SF_AWP_COMP_PRESENT && !c->cached.deleting)) {
-			/* a name the API server chose is recorded in the same
-			 * write that says the component exists */
-			if (c->created_name && c->created_name[0])
-				sf_aw_status_set_comp_id(&st->status, i, SF_AW_ID_NAME,
-				                         c->created_name);
-			comp_cond(st, i, "True", "ComponentCreatedSuccessfully");
-			continue;
+	int creating = 0;
+	create_error e = {0};
+	for (size_t i = 0; i < n; i++) {
+		int r = resume_component(st, i, &e);
+		if (r < 0) {
+			create_failed(st, &e);
+			return;
 		}
-		if (c->create == SF_AWP_CREATE_FATAL || c->create == SF_AWP_CREATE_RETRYABLE) {
-			fatal = c->create == SF_AWP_CREATE_FATAL;
-			errmsg = c->create_msg ? c->create_msg : "unknown error";
-			err_idx = i;
-			break;
-		}
-		if (c->cached.state == SF_AWP_COMP_PRESENT && c->cached.deleting) {
-			/* the previous incarnation is still going away */
-			requeue(st, REQUEUE_RETRY_CREATE_MS);
-			creating = 1;
-			continue;
-		}
-		int recorded = 0;
-		if (identity_changed(st, i, idmsg, sizeof(idmsg), &recorded)) {
-			/* what would be created is not what is tracked: never
-			 * create it (the old one would be orphaned and the new
-			 * one reported missing) */
-			fatal = 1;
-			errmsg = idmsg;
-			err_idx = i;
-			break;
-		}
-		comp_cond(st, i, "Unknown", "ComponentCreationInitiated");
-		creating = 1;
-		if (recorded)
-			requeue(st, 0); /* create once the identity is written */
-		else
-			act(st, SF_AWP_ACT_CREATE, i);
-	}
-	if (errmsg) {
-		if (!fatal) {
-			sf_aw_cond rd = get_cond(st, C_DEPLOYED);
-			if (st->now < rd.ltt_ms + s->admission_grace_ms) {
-				st->plan->why = "create failed, retrying";
-				requeue(st, REQUEUE_RETRY_CREATE_MS);
-				return;
-			}
-		} else {
-			comp_cond(st, err_idx, "False", "ComponentCreationErrored");
-		}
-		char msg[1100];
-		snprintf(msg, sizeof(msg), "error creating components: %s", errmsg);
-		cond(st, C_UNHEALTHY, "True", "CreateFailed", msg);
-		event(st, 1, C_UNHEALTHY, "CreateFailed: %s", msg);
-		st->plan->why = "create failed";
-		if (fatal)
-			to_phase(st, SF_AW_FAILED);
-		else
-			sf_awp_reset_or_fail(st, 0, 1);
-		return;
+		creating |= r;
 	}
 	if (creating) {
 		st->plan->why = "creating components";
