@@ -36,10 +36,10 @@ BIN := $(O)/steadfast
 UNIT_BIN := $(O)/test/unit-tests
 INTEG_BIN := $(O)/test/integration-tests
 MODEL_BIN := $(O)/test/model-tests
-# phase.c once more, with the seeded mutations the model checker must catch
-# (awphase.h, SF_AWP_MUTANTS); linked before $(LIB), so it wins there. The
-# shipped library has none.
-MODEL_PHASE := $(O)/model-obj/phase.o
+# The phase machine (src/appwrapper/phase*.c) once more, with the seeded
+# mutations the model checker must catch (awphase.h, SF_AWP_MUTANTS); linked
+# before $(LIB), so it wins there. The shipped library has none.
+MODEL_PHASE := $(patsubst src/appwrapper/%.c,$(O)/model-obj/%.o,$(wildcard src/appwrapper/phase*.c))
 # The controller with its fault points live (test/shim/faults.c): only the
 # fault-injection tests start it; the shipped $(BIN) reads no fault settings.
 FAULT_BIN := $(O)/test/steadfast-faults
@@ -108,7 +108,7 @@ $(INTEG_BIN): $(INTEG_SRCS:%.c=$(O)/%.o) $(TESTLIB_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
 
-$(MODEL_PHASE): src/appwrapper/phase.c | $(DEPS_STAMP)
+$(MODEL_PHASE): $(O)/model-obj/%.o: src/appwrapper/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DSF_AWP_MUTANTS $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 

@@ -22,46 +22,11 @@
 
 #include "steadfast/awapi.h"
 #include "steadfast/awconfig.h"
+#include "steadfast/awstatus.h"
 #include "steadfast/jdoc.h"
 #include "steadfast/json.h"
 
 #define SF_AW_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
-
-typedef enum {
-	SF_AW_EMPTY = 0,
-	SF_AW_SUSPENDED,
-	SF_AW_RESUMING,
-	SF_AW_RUNNING,
-	SF_AW_RESETTING,
-	SF_AW_SUSPENDING,
-	SF_AW_SUCCEEDED,
-	SF_AW_FAILED,
-	SF_AW_TERMINATING,
-	SF_AW_NPHASES,
-	SF_AW_PHASE_INVALID = -1,
-} sf_aw_phase;
-
-const char *sf_aw_phase_name(sf_aw_phase p); /* "" for Empty */
-sf_aw_phase sf_aw_phase_parse(sf_jv s);      /* absent/"" = Empty */
-
-/* ---- conditions (metav1.Condition list in an sf_jd array) ---- */
-
-typedef struct sf_aw_cond {
-	int present;
-	const char *status; /* "True" "False" "Unknown" (borrowed) */
-	const char *reason;
-	const char *message;
-	int64_t ltt_ms; /* lastTransitionTime, 0 if absent/unparseable */
-} sf_aw_cond;
-
-/* Finds type in conds (an array); out->present 0 if absent. */
-void sf_aw_cond_get(const sf_jd *conds, const char *type, sf_aw_cond *out);
-int sf_aw_cond_true(const sf_jd *conds, const char *type);
-/* meta.SetStatusCondition: adds, or updates status/reason/message;
- * lastTransitionTime becomes now only when the status changes (or the
- * condition is new). Returns 1 if anything changed, 0 if not, -ENOMEM. */
-int sf_aw_cond_set(sf_jd *conds, const char *type, const char *status, const char *reason,
-                   const char *message, int64_t now_ms, int64_t generation);
 
 /* ---- what the controller observed ----
  *
@@ -287,7 +252,7 @@ int sf_awp_read_adopt(const sf_awp_answer *a, sf_awp_create_outcome *out);
 int sf_awp_read_delete(const sf_awp_answer *a, int *gone);
 
 #ifdef SF_AWP_MUTANTS
-/* Test builds only (test/model compiles phase.c with SF_AWP_MUTANTS):
+/* Test builds only (test/model compiles phase*.c with SF_AWP_MUTANTS):
  * known bugs of the evidence rules, each switched on alone, to prove that
  * the model checker finds every one of them. */
 typedef enum {
