@@ -54,7 +54,10 @@ typedef struct sf_events_stats {
 
 int sf_events_new(uv_loop_t *loop, sf_kube_client *client, const sf_events_opts *opts,
                   sf_events **out);
-void sf_events_free(sf_events *ev); /* in-flight writes finish without it */
+/* Forgets every series and frees the recorder (writes in flight finish
+ * without it); cb (may be NULL) then, before this returns. NULL ev just
+ * calls cb. */
+void sf_events_close(sf_events *ev, void (*cb)(void *ud), void *ud);
 
 /* Records an event about obj (namespaced; kind/apiVersion given, since
  * cached objects may lack them). type is "Normal" or "Warning"; reason and

@@ -277,7 +277,8 @@ void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
 	c->closing_parts++;
 	sf_kinds_stop(c->kinds, part_closed, c);
 	c->closing_parts++;
-	sf_admcheck_stop(c->admcheck, part_closed, c);
+	sf_admcheck_close(c->admcheck, part_closed, c);
+	c->admcheck = NULL;
 	c->closing_parts++;
 	sf_admparams_close(c->admparams, part_closed, c);
 	c->admparams = NULL;
@@ -303,10 +304,10 @@ void sf_awctl_free(sf_awctl *c)
 	sf_informer_free(c->node_inf);
 	sf_barrier_cancel(c->barrier);
 	sf_kinds_free(c->kinds);
-	sf_admcheck_free(c->admcheck);
+	sf_admcheck_close(c->admcheck, NULL, NULL);   /* only when never stopped */
 	sf_admparams_close(c->admparams, NULL, NULL); /* only when never stopped */
 	sf_slackcq_close(c->slackcq, NULL, NULL);
-	sf_events_free(c->events);
+	sf_events_close(c->events, NULL, NULL);
 	sf_awctl_mems_free(c->mem);
 	sf_strmap_free(c->phase_counts, free);
 	free(c->ns);

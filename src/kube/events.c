@@ -252,7 +252,7 @@ int sf_events_new(uv_loop_t *loop, sf_kube_client *client, const sf_events_opts 
 	                                                                        : "steadfast");
 	ev->instance = strndup(inst, utf8_cut(inst, strlen(inst), SF_EVENTS_INSTANCE_MAX));
 	if (!ev->controller || !ev->instance || sf_strmap_new_keyed(series_key, 64, &ev->byk) < 0) {
-		sf_events_free(ev);
+		sf_events_close(ev, NULL, NULL);
 		return -ENOMEM;
 	}
 	*out = ev;
@@ -265,15 +265,17 @@ void sf_events_reset(sf_events *ev)
 		series_drop(ev, ev->oldest);
 }
 
-void sf_events_free(sf_events *ev)
+void sf_events_close(sf_events *ev, void (*cb)(void *ud), void *ud)
 {
-	if (!ev)
-		return;
-	sf_events_reset(ev);
-	sf_strmap_free(ev->byk, NULL);
-	free(ev->controller);
-	free(ev->instance);
-	free(ev);
+	if (ev) {
+		sf_events_reset(ev);
+		sf_strmap_free(ev->byk, NULL);
+		free(ev->controller);
+		free(ev->instance);
+		free(ev);
+	}
+	if (cb)
+		cb(ud);
 }
 
 void sf_events_stats_get(const sf_events *ev, sf_events_stats *out)

@@ -96,7 +96,7 @@ static void set_flag(void *ud)
 static void fx_close(fx *f)
 {
 	int cl = 0;
-	sf_events_free(f->ev);
+	sf_events_close(f->ev, NULL, NULL);
 	sf_kube_client_close(f->c, set_flag, &cl);
 	fakesrv_stop(f->srv);
 	cr_assert_eq(tl_run_until(&f->loop, &cl, 5000), 0);
