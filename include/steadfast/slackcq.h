@@ -123,6 +123,11 @@ void sf_slackcq_run(sf_slackcq *s);
 /* Asks for a pass within kick_ms (coalesced; nothing when not running):
  * the nodes' health changed. */
 void sf_slackcq_kick(sf_slackcq *s);
+/* Kicks whenever a change of a Node of nodes (the informer whose store
+ * is opts.nodes) matters (sf_slackcq_node_changed): its handlers, called
+ * until the informer stops, which must be before s is freed. 0 or
+ * -ENOMEM. */
+int sf_slackcq_watch(sf_slackcq *s, sf_informer *nodes);
 /* Stops passes; a request in flight is cancelled (when leading ends). */
 void sf_slackcq_pause(sf_slackcq *s);
 /* Pauses, then frees once nothing is in flight; cb (may be NULL) then,

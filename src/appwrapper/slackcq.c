@@ -528,6 +528,51 @@ void sf_slackcq_kick(sf_slackcq *s)
 	sf_syncer_within(&s->sync, s->kick_ms);
 }
 
+/* The slack queue's limits follow what nodes take out of scheduling. */
+static void node_kick(sf_slackcq *s, const sf_obj *old, const sf_obj *new_obj)
+{
+	if (sf_slackcq_node_changed(old, new_obj, s->ap))
+		sf_slackcq_kick(s);
+}
+
+static void node_add(void *ud, sf_obj *obj)
+{
+	node_kick(ud, NULL, obj);
+}
+
+static void node_update(void *ud, sf_obj *old, sf_obj *new_obj)
+{
+	node_kick(ud, old, new_obj);
+}
+
+static void node_delete(void *ud, sf_obj *obj)
+{
+	node_kick(ud, obj, NULL);
+}
+
+static int synced_visit(void *ud, sf_obj *obj)
+{
+	node_add(ud, obj);
+	return 0;
+}
+
+/* After each (re)list: every node is looked at again, as if added. */
+static void nodes_synced(void *ud)
+{
+	sf_slackcq *s = ud;
+	if (s->sync.running && !s->sync.closing)
+		sf_store_each(s->nodes, synced_visit, s);
+}
+
+int sf_slackcq_watch(sf_slackcq *s, sf_informer *nodes)
+{
+	sf_informer_handler h = {.on_add = node_add,
+	                         .on_update = node_update,
+	                         .on_delete = node_delete,
+	                         .on_synced = nodes_synced};
+	return sf_informer_add_handler(nodes, &h, s);
+}
+
 void sf_slackcq_pause(sf_slackcq *s)
 {
 	if (s)

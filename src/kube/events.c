@@ -283,6 +283,15 @@ void sf_events_stats_get(const sf_events *ev, sf_events_stats *out)
 	*out = ev->st;
 }
 
+int sf_events_metrics_write(const sf_events *ev, sf_prom *p)
+{
+	sf_prom_family *f = sf_prom_family_get(p, "steadfast_events_total", SF_PROM_COUNTER,
+	                                       "Events written, by outcome");
+	sf_prom_add_u(f, (const char *[]){"outcome", "created", NULL}, ev->st.created);
+	sf_prom_add_u(f, (const char *[]){"outcome", "aggregated", NULL}, ev->st.aggregated);
+	return sf_prom_add_u(f, (const char *[]){"outcome", "failed", NULL}, ev->st.failed);
+}
+
 /* ---- writes ---- */
 
 static void write_done(void *ud, const sf_kube_result *res);
