@@ -30,10 +30,9 @@ typedef struct sf_admcheck sf_admcheck;
 /* Starts the reads (client and cfg borrowed, must outlive the check).
  * 0 and *out, or -ENOMEM / the client's error (nothing started). */
 int sf_admcheck_start(sf_kube_client *client, const sf_aw_config *cfg, sf_admcheck **out);
-/* Cancels reads still in flight; cb (may be NULL) once none is left,
- * possibly before this returns. */
-void sf_admcheck_stop(sf_admcheck *a, void (*cb)(void *ud), void *ud);
-/* After stop's cb (or once the check has finished); NULL is fine. */
-void sf_admcheck_free(sf_admcheck *a);
+/* Cancels reads still in flight and frees the check once none is left;
+ * cb (may be NULL) then, possibly before this returns. NULL a just calls
+ * cb. */
+void sf_admcheck_close(sf_admcheck *a, void (*cb)(void *ud), void *ud);
 
 #endif

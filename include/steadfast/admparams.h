@@ -38,6 +38,7 @@
 #include "steadfast/json.h"
 #include "steadfast/prom.h"
 #include "steadfast/strmap.h"
+#include "steadfast/syncer.h"
 
 #define SF_ADMPARAMS_MANAGER "steadfast"
 #define SF_ADMPARAMS_NAME "steadfast-admission"
@@ -85,9 +86,7 @@ typedef struct sf_admparams_opts {
 	long interval_ms; /* between passes; 0 = 60 s */
 } sf_admparams_opts;
 
-typedef struct sf_admparams_stats {
-	unsigned long long unchanged, updated, absent, errors; /* passes by outcome */
-} sf_admparams_stats;
+typedef sf_syncer_stats sf_admparams_stats; /* passes by outcome */
 
 /* client borrowed (writes pass its write gate). 0 and *out, -EINVAL, -ENOMEM. */
 int sf_admparams_new(uv_loop_t *loop, sf_kube_client *client, const sf_admparams_opts *o,
@@ -97,7 +96,8 @@ void sf_admparams_run(sf_admparams *p);
 /* Stops passes; a request in flight is cancelled (when leading ends). */
 void sf_admparams_pause(sf_admparams *p);
 /* Pauses, then frees once nothing is in flight; cb (may be NULL) then,
- * possibly before this returns. NULL p just calls cb. */
+ * possibly before this returns. NULL p just calls cb. The loop part is
+ * the shared syncer's (syncer.h). */
 void sf_admparams_close(sf_admparams *p, void (*cb)(void *ud), void *ud);
 void sf_admparams_stats_get(const sf_admparams *p, sf_admparams_stats *out);
 /* steadfast_admission_params_syncs_total{result}; NULL p writes zeros. */

@@ -27,7 +27,9 @@
 #include "steadfast/awconfig.h"
 #include "steadfast/buf.h"
 #include "steadfast/prom.h"
+#include "steadfast/cache.h"
 #include "steadfast/client.h"
+#include "steadfast/events.h"
 
 typedef struct sf_awctl sf_awctl;
 
@@ -38,13 +40,9 @@ typedef struct sf_awctl_opts {
 	/* how long a create of ours may stay unseen by the cache before the
 	 * component counts as absent (then still needs a live read); 0 = 60 s */
 	long expectation_timeout_ms;
-	/* identity for Events' reportingInstance ("" = hostname) */
-	const char *identity;
-	/* The admission parameters ConfigMap the leader keeps up to date
-	 * (admparams.h); name NULL/"" = none. interval 0 = 60 s. */
-	const char *admission_params_ns;
-	const char *admission_params_name;
-	long admission_params_interval_ms;
+	/* The recorder the reconcile writes its Events through (borrowed,
+	 * must outlive the controller); required. */
+	sf_events *events;
 	/* fault injection for tests: the component and pod informers apply
 	 * watch events up to this many ms late (see sf_reflector_opts); 0 = off */
 	long fault_watch_delay_ms;
@@ -112,6 +110,13 @@ void sf_awctl_free(sf_awctl *c);
 /* 1 when the AppWrapper and pod informers have synced (readiness). */
 int sf_awctl_synced(const sf_awctl *c);
 int sf_awctl_leading(const sf_awctl *c);
+/* The Node informer (Autopilot's monitoring, cfg.autopilot), NULL when
+ * nodes are not watched; for what else follows the nodes' health (the
+ * slack ClusterQueue). */
+sf_informer *sf_awctl_node_informer(const sf_awctl *c);
+/* 1 when the node cache may raise evacuation suspicions: it holds a list
+ * asked for since this term began. */
+int sf_awctl_nodes_fresh(const sf_awctl *c);
 
 typedef struct sf_awctl_stats {
 	unsigned long reconciles, reconcile_errors, requeues;
@@ -128,8 +133,12 @@ typedef struct sf_awctl_stats {
 	unsigned long events_created, events_aggregated;
 } sf_awctl_stats;
 void sf_awctl_stats_get(const sf_awctl *c, sf_awctl_stats *out);
-/* Adds to a /metrics exposition: appwrapper_phase_total,
- * controller_runtime_reconcile_*, workqueue_*, steadfast_appwrapper_*. */
+/* Adds to a /metrics exposition the controller's caches: the stores of
+ * AppWrappers, pods and nodes, and the component kinds. */
+int sf_awctl_cache_metrics_write(const sf_awctl *c, sf_prom *p);
+/* Adds to a /metrics exposition: steadfast_watch_restarts_total,
+ * appwrapper_phase_total, controller_runtime_reconcile_*, workqueue_*,
+ * steadfast_appwrapper_*. */
 int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p);
 
 #endif

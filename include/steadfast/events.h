@@ -22,6 +22,7 @@
 
 #include "steadfast/client.h"
 #include "steadfast/json.h"
+#include "steadfast/prom.h"
 
 typedef struct sf_events sf_events;
 
@@ -54,7 +55,10 @@ typedef struct sf_events_stats {
 
 int sf_events_new(uv_loop_t *loop, sf_kube_client *client, const sf_events_opts *opts,
                   sf_events **out);
-void sf_events_free(sf_events *ev); /* in-flight writes finish without it */
+/* Forgets every series and frees the recorder (writes in flight finish
+ * without it); cb (may be NULL) then, before this returns. NULL ev just
+ * calls cb. */
+void sf_events_close(sf_events *ev, void (*cb)(void *ud), void *ud);
 
 /* Records an event about obj (namespaced; kind/apiVersion given, since
  * cached objects may lack them). type is "Normal" or "Warning"; reason and
@@ -64,6 +68,8 @@ void sf_events_free(sf_events *ev); /* in-flight writes finish without it */
 int sf_events_emit(sf_events *ev, const sf_obj *obj, const char *api_version, const char *kind,
                    const char *type, const char *reason, const char *action, const char *note);
 void sf_events_stats_get(const sf_events *ev, sf_events_stats *out);
+/* steadfast_events_total{outcome}: created, aggregated, failed. */
+int sf_events_metrics_write(const sf_events *ev, sf_prom *p);
 /* Forgets every series (a new leadership term starts fresh). */
 void sf_events_reset(sf_events *ev);
 

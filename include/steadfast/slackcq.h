@@ -35,6 +35,7 @@
 #include "steadfast/client.h"
 #include "steadfast/json.h"
 #include "steadfast/prom.h"
+#include "steadfast/syncer.h"
 
 /* Distinct resources summed over the nodes, and entries of a flavor
  * (Kueue allows 64 of either). */
@@ -112,9 +113,7 @@ typedef struct sf_slackcq_opts {
 	long kick_ms;     /* how soon a kick runs a pass; 0 = 500 ms */
 } sf_slackcq_opts;
 
-typedef struct sf_slackcq_stats {
-	unsigned long long unchanged, updated, absent, errors; /* passes by outcome */
-} sf_slackcq_stats;
+typedef sf_syncer_stats sf_slackcq_stats; /* passes by outcome */
 
 /* client borrowed (writes pass its write gate). 0 and *out, -EINVAL, -ENOMEM. */
 int sf_slackcq_new(uv_loop_t *loop, sf_kube_client *client, const sf_slackcq_opts *o,
@@ -124,10 +123,16 @@ void sf_slackcq_run(sf_slackcq *s);
 /* Asks for a pass within kick_ms (coalesced; nothing when not running):
  * the nodes' health changed. */
 void sf_slackcq_kick(sf_slackcq *s);
+/* Kicks whenever a change of a Node of nodes (the informer whose store
+ * is opts.nodes) matters (sf_slackcq_node_changed): its handlers, called
+ * until the informer stops, which must be before s is freed. 0 or
+ * -ENOMEM. */
+int sf_slackcq_watch(sf_slackcq *s, sf_informer *nodes);
 /* Stops passes; a request in flight is cancelled (when leading ends). */
 void sf_slackcq_pause(sf_slackcq *s);
 /* Pauses, then frees once nothing is in flight; cb (may be NULL) then,
- * possibly before this returns. NULL s just calls cb. */
+ * possibly before this returns. NULL s just calls cb. The loop part is
+ * the shared syncer's (syncer.h). */
 void sf_slackcq_close(sf_slackcq *s, void (*cb)(void *ud), void *ud);
 void sf_slackcq_stats_get(const sf_slackcq *s, sf_slackcq_stats *out);
 /* steadfast_slack_queue_syncs_total{result}; NULL s writes zeros. */

@@ -62,9 +62,9 @@ struct sf_admcheck {
 	int want[NBINDINGS]; /* 1 installed, 0 absent, -1 not asked */
 	int pending;
 	int disagree, undecided;
-	int stopping;
-	void (*stop_cb)(void *ud);
-	void *stop_ud;
+	int closing;
+	void (*close_cb)(void *ud);
+	void *close_ud;
 };
 
 /* The key that decides whether binding i should be installed. */
@@ -77,13 +77,20 @@ static const char *key_of(const sf_admcheck *a, int i)
 	return a->cfg->webhooks_enabled ? "webhooksEnabled=true" : "webhooksEnabled=false";
 }
 
+/* Frees a, then calls its close callback. */
+static void closed(sf_admcheck *a)
+{
+	void (*cb)(void *) = a->close_cb;
+	void *ud = a->close_ud;
+	free(a);
+	if (cb)
+		cb(ud);
+}
+
 static void finished(sf_admcheck *a)
 {
-	if (a->stopping) {
-		void (*cb)(void *) = a->stop_cb;
-		a->stop_cb = NULL;
-		if (cb)
-			cb(a->stop_ud);
+	if (a->closing) {
+		closed(a);
 		return;
 	}
 	char nd[24], nu[24];
@@ -104,7 +111,7 @@ static void got(void *ud, const sf_kube_result *res)
 	int i = c->idx;
 	c->call = NULL;
 	a->pending--;
-	if (res->err == -ECANCELED || a->stopping) {
+	if (res->err == -ECANCELED || a->closing) {
 		if (a->pending == 0)
 			finished(a);
 		return;
@@ -163,22 +170,21 @@ int sf_admcheck_start(sf_kube_client *client, const sf_aw_config *cfg, sf_admche
 	return 0;
 }
 
-void sf_admcheck_stop(sf_admcheck *a, void (*cb)(void *ud), void *ud)
+void sf_admcheck_close(sf_admcheck *a, void (*cb)(void *ud), void *ud)
 {
-	if (!a || a->pending == 0) {
+	if (!a) {
 		if (cb)
 			cb(ud);
 		return;
 	}
-	a->stopping = 1;
-	a->stop_cb = cb;
-	a->stop_ud = ud;
+	a->closing = 1;
+	a->close_cb = cb;
+	a->close_ud = ud;
+	if (a->pending == 0) {
+		closed(a);
+		return;
+	}
 	for (int i = 0; i < NBINDINGS; i++)
 		if (a->calls[i].call)
 			sf_kube_call_cancel(a->calls[i].call);
-}
-
-void sf_admcheck_free(sf_admcheck *a)
-{
-	free(a);
 }

@@ -7,7 +7,8 @@
  * ConfigMap, and, only when it says something else than it should, one
  * server-side apply carrying the resourceVersion just read. The decisions
  * (what discovery says, what to write) are pure functions, unit-tested
- * from documents; this file's loop part only moves bytes and logs.
+ * from documents; this file's pass only moves bytes and logs, and the
+ * timer, pause and close around it are the shared syncer's (syncer.h).
  */
 #include "steadfast/admparams.h"
 
@@ -296,103 +297,58 @@ int sf_admparams_plan_make(sf_admparams_plan *p, const sf_strmap *desired, sf_jv
 enum { IDLE, CORE, GROUPS, READ, WRITE };
 
 struct sf_admparams {
-	uv_loop_t *loop;
+	sf_syncer sync; /* the timer, the call in flight, the stats */
 	sf_kube_client *client;
 	const sf_aw_config *cfg;
 	char *ns, *name;
 	long interval_ms;
-	uv_timer_t timer;
-	sf_kube_call *call;
-	int step;
-	int running;
-	int closing, timer_closed;
-	void (*close_cb)(void *ud);
-	void *close_ud;
 	sf_strmap *desired;
 	int stale;
 	int conflicts; /* in a row: a 409 re-runs the pass at once, twice at most */
 	int last;      /* outcome of the previous pass (log once per change) */
 	sf_admparams_plan plan;
-	sf_admparams_stats st;
 };
 
 enum { O_NONE, O_OK, O_ABSENT, O_ERROR };
 
-static void on_timer(uv_timer_t *t);
-
-static void schedule(sf_admparams *p, long ms)
-{
-	if (p->running && !p->closing)
-		uv_timer_start(&p->timer, on_timer, (uint64_t)ms, 0);
-}
-
-static void maybe_freed(sf_admparams *p)
-{
-	if (!p->closing || !p->timer_closed || p->call)
-		return;
-	void (*cb)(void *) = p->close_cb;
-	void *ud = p->close_ud;
-	sf_strmap_free(p->desired, free);
-	sf_admparams_plan_free(&p->plan);
-	free(p->ns);
-	free(p->name);
-	free(p);
-	if (cb)
-		cb(ud);
-}
-
 static void pass_failed(sf_admparams *p, const char *step, const char *error)
 {
-	p->st.errors++;
-	p->step = IDLE;
+	p->sync.st.errors++;
+	p->sync.step = IDLE;
 	sf_log(p->last == O_ERROR ? SF_LOG_DEBUG : SF_LOG_WARN, LOGGER,
 	       "cannot bring the admission parameters up to date; kinds installed since the last "
 	       "update may be refused as unmapped",
 	       "configMap", p->name, "namespace", p->ns, "step", step, "error", error, NULL);
 	p->last = O_ERROR;
-	schedule(p, p->interval_ms);
+	sf_syncer_schedule(&p->sync, p->interval_ms);
 }
 
 static void pass_done(sf_admparams *p, int outcome)
 {
-	p->step = IDLE;
+	p->sync.step = IDLE;
 	p->conflicts = 0;
 	p->last = outcome;
-	schedule(p, p->interval_ms);
-}
-
-/* The callback's common start: 1 when the pass goes on. */
-static int answer(sf_admparams *p, const sf_kube_result *res)
-{
-	p->call = NULL;
-	if (res->err == -ECANCELED || p->closing || !p->running) {
-		p->step = IDLE;
-		/* paused and run again before the cancelled answer came */
-		schedule(p, 0);
-		maybe_freed(p);
-		return 0;
-	}
-	return 1;
+	sf_syncer_schedule(&p->sync, p->interval_ms);
 }
 
 static void on_written(void *ud, const sf_kube_result *res)
 {
 	sf_admparams *p = ud;
-	if (!answer(p, res))
+	if (!sf_syncer_answer(&p->sync, res))
 		return;
 	char buf[512];
 	if (sf_kube_is_conflict(res) && p->conflicts < 2) {
 		/* changed between the read and the write: read again */
 		p->conflicts++;
-		p->step = IDLE;
-		schedule(p, 0);
+		p->sync.step = IDLE;
+		sf_syncer_schedule(&p->sync, 0);
 		return;
 	}
 	if (!sf_kube_ok(res)) {
 		pass_failed(p, "apply", sf_kube_result_str(res, buf, sizeof(buf)));
 		return;
 	}
-	p->st.updated++;
+	p->sync.st.updated++;
 	char a[24], c[24], r[24], t[24];
 	sf_log_info(LOGGER, "admission parameters updated from discovery and the config",
 	            "configMap", p->name, "namespace", p->ns, "added",
@@ -406,11 +362,11 @@ static void on_written(void *ud, const sf_kube_result *res)
 static void on_read(void *ud, const sf_kube_result *res)
 {
 	sf_admparams *p = ud;
-	if (!answer(p, res))
+	if (!sf_syncer_answer(&p->sync, res))
 		return;
 	char buf[512];
 	if (sf_kube_is_absent(res, p->name)) {
-		p->st.absent++;
+		p->sync.st.absent++;
 		if (p->last != O_ABSENT)
 			sf_log(
 			    p->cfg->webhooks_enabled ? SF_LOG_WARN : SF_LOG_INFO, LOGGER,
@@ -434,7 +390,7 @@ static void on_read(void *ud, const sf_kube_result *res)
 		return;
 	}
 	if (rc == 0) {
-		p->st.unchanged++;
+		p->sync.st.unchanged++;
 		if (p->last != O_OK)
 			sf_log_info(LOGGER,
 			            "admission parameters agree with discovery and the config",
@@ -452,8 +408,8 @@ static void on_read(void *ud, const sf_kube_result *res)
 	                 .body = p->plan.body.data,
 	                 .body_len = p->plan.body.len,
 	                 .content_type = "application/apply-patch+yaml"};
-	p->step = WRITE;
-	if ((rc = sf_kube_do(p->client, &r, on_written, p, &p->call)) < 0)
+	p->sync.step = WRITE;
+	if ((rc = sf_kube_do(p->client, &r, on_written, p, &p->sync.call)) < 0)
 		pass_failed(p, "apply", strerror(-rc));
 }
 
@@ -462,10 +418,10 @@ static void discover(sf_admparams *p, const char *path);
 static void on_discovery(void *ud, const sf_kube_result *res)
 {
 	sf_admparams *p = ud;
-	if (!answer(p, res))
+	if (!sf_syncer_answer(&p->sync, res))
 		return;
 	char buf[512];
-	const char *path = p->step == CORE ? "/api" : "/apis";
+	const char *path = p->sync.step == CORE ? "/api" : "/apis";
 	if (!sf_kube_ok(res) || !res->obj) {
 		pass_failed(p, path, sf_kube_result_str(res, buf, sizeof(buf)));
 		return;
@@ -476,8 +432,8 @@ static void on_discovery(void *ud, const sf_kube_result *res)
 		pass_failed(p, path, rc == -ENOMEM ? "out of memory" : buf);
 		return;
 	}
-	if (p->step == CORE) {
-		p->step = GROUPS;
+	if (p->sync.step == CORE) {
+		p->sync.step = GROUPS;
 		discover(p, "/apis");
 		return;
 	}
@@ -485,28 +441,39 @@ static void on_discovery(void *ud, const sf_kube_result *res)
 		pass_failed(p, "config", "out of memory");
 		return;
 	}
-	p->step = READ;
-	if ((rc = sf_kube_get(p->client, &CONFIGMAPS, p->ns, p->name, on_read, p, &p->call)) < 0)
+	p->sync.step = READ;
+	if ((rc = sf_kube_get(p->client, &CONFIGMAPS, p->ns, p->name, on_read, p, &p->sync.call)) <
+	    0)
 		pass_failed(p, "read", strerror(-rc));
 }
 
 static void discover(sf_admparams *p, const char *path)
 {
 	sf_kube_req r = {.method = "GET", .path = path, .accept = DISCOVERY_ACCEPT};
-	int rc = sf_kube_do(p->client, &r, on_discovery, p, &p->call);
+	int rc = sf_kube_do(p->client, &r, on_discovery, p, &p->sync.call);
 	if (rc < 0)
 		pass_failed(p, path, strerror(-rc));
 }
 
-static void on_timer(uv_timer_t *t)
+/* The syncer's pass: running, and no pass under way. */
+static void pass(void *ud)
 {
-	sf_admparams *p = t->data;
-	if (!p->running || p->closing || p->step != IDLE)
-		return;
+	sf_admparams *p = ud;
 	sf_strmap_clear(p->desired, free);
 	p->stale = 0;
-	p->step = CORE;
+	p->sync.step = CORE;
 	discover(p, "/api");
+}
+
+/* The syncer's release: closed, nothing in flight. */
+static void release(void *ud)
+{
+	sf_admparams *p = ud;
+	sf_strmap_free(p->desired, free);
+	sf_admparams_plan_free(&p->plan);
+	free(p->ns);
+	free(p->name);
+	free(p);
 }
 
 int sf_admparams_new(uv_loop_t *loop, sf_kube_client *client, const sf_admparams_opts *o,
@@ -517,7 +484,6 @@ int sf_admparams_new(uv_loop_t *loop, sf_kube_client *client, const sf_admparams
 	sf_admparams *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->loop = loop;
 	p->client = client;
 	p->cfg = o->cfg;
 	p->interval_ms = o->interval_ms > 0 ? o->interval_ms : INTERVAL_MS;
@@ -530,37 +496,21 @@ int sf_admparams_new(uv_loop_t *loop, sf_kube_client *client, const sf_admparams
 		free(p);
 		return -ENOMEM;
 	}
-	uv_timer_init(loop, &p->timer);
-	p->timer.data = p;
+	sf_syncer_init(loop, &p->sync, pass, release, p);
 	*out = p;
 	return 0;
 }
 
 void sf_admparams_run(sf_admparams *p)
 {
-	if (!p || p->running || p->closing)
-		return;
-	p->running = 1;
-	p->conflicts = 0;
-	if (p->step == IDLE)
-		schedule(p, 0);
+	if (p && sf_syncer_run(&p->sync))
+		p->conflicts = 0;
 }
 
 void sf_admparams_pause(sf_admparams *p)
 {
-	if (!p || !p->running)
-		return;
-	p->running = 0;
-	uv_timer_stop(&p->timer);
-	if (p->call)
-		sf_kube_call_cancel(p->call);
-}
-
-static void timer_closed(uv_handle_t *h)
-{
-	sf_admparams *p = h->data;
-	p->timer_closed = 1;
-	maybe_freed(p);
+	if (p)
+		sf_syncer_pause(&p->sync);
 }
 
 void sf_admparams_close(sf_admparams *p, void (*cb)(void *ud), void *ud)
@@ -570,38 +520,21 @@ void sf_admparams_close(sf_admparams *p, void (*cb)(void *ud), void *ud)
 			cb(ud);
 		return;
 	}
-	sf_admparams_pause(p);
-	p->closing = 1;
-	p->close_cb = cb;
-	p->close_ud = ud;
-	uv_close((uv_handle_t *)&p->timer, timer_closed);
+	sf_syncer_close(&p->sync, cb, ud);
 }
 
 void sf_admparams_stats_get(const sf_admparams *p, sf_admparams_stats *out)
 {
 	if (p)
-		*out = p->st;
+		*out = p->sync.st;
 	else
 		memset(out, 0, sizeof(*out));
 }
 
 int sf_admparams_metrics_write(const sf_admparams *p, sf_prom *prom)
 {
-	sf_admparams_stats s;
-	sf_admparams_stats_get(p, &s);
-	sf_prom_family *f = sf_prom_family_get(
-	    prom, "steadfast_admission_params_syncs_total", SF_PROM_COUNTER,
+	return sf_syncer_metrics_write(
+	    p ? &p->sync.st : NULL, prom, "steadfast_admission_params_syncs_total",
 	    "Passes over the admission parameters ConfigMap by outcome: unchanged, updated (one "
 	    "apply), absent (not installed), error");
-	const struct {
-		const char *r;
-		unsigned long long v;
-	} rs[] = {{"unchanged", s.unchanged},
-	          {"updated", s.updated},
-	          {"absent", s.absent},
-	          {"error", s.errors}};
-	int rc = 0;
-	for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++)
-		rc = sf_prom_add_u(f, (const char *[]){"result", rs[i].r, NULL}, rs[i].v);
-	return rc;
 }

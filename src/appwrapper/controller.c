@@ -2,12 +2,13 @@
  * controller.c - the AppWrapper controller's lifecycle and metrics (see
  * controller.h).
  *
- * Making the controller (its queue, Events, informers, and the leader's
- * upkeep of the admission parameters and of the slack queue), starting
- * the informers on every replica, taking the lead (the queue opens once
- * this term's barrier has passed) and giving it up (the queue closes and
- * this term's memory is dropped at once), stopping (every part closed
- * before the stop callback runs), and the metrics.
+ * Making the controller (its queue and informers), starting the informers
+ * on every replica, taking the lead (the queue opens once this term's
+ * barrier has passed) and giving it up (the queue closes and this term's
+ * memory is dropped at once), stopping (every part closed before the stop
+ * callback runs), and the metrics. What else runs with leadership (the
+ * admission parameters, the slack ClusterQueue, the Event recorder the
+ * reconcile borrows) is the manager's to start and stop (runnables.h).
  *
  * The rest of the controller is split by concern, sharing ctl.h:
  * reconcile.c is the reconcile of one key, executor.c carries out its
@@ -49,19 +50,17 @@ void sf_awctl_count_phase(sf_awctl *c, const char *ns, sf_aw_phase p)
 
 /* ---- lifecycle ---- */
 
-static int slack_nodes_fresh(void *ud)
-{
-	return sf_awctl_nodes_fresh(ud);
-}
-
 int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *opts, sf_awctl **out)
 {
+	if (!opts || !opts->events)
+		return -EINVAL;
 	sf_awctl *c = calloc(1, sizeof(*c));
 	int rc = -ENOMEM;
 	if (!c)
 		return -ENOMEM;
 	c->loop = loop;
 	c->client = client;
+	c->events = opts->events;
 	sf_prom_hist_init(&c->reconcile_time, buckets, sizeof(buckets) / sizeof(buckets[0]));
 	if (opts && opts->cfg)
 		c->cfg = *opts->cfg;
@@ -90,35 +89,13 @@ int sf_awctl_new(uv_loop_t *loop, sf_kube_client *client, const sf_awctl_opts *o
 	    .process = sf_awctl_process,
 	    .ud = c,
 	};
-	sf_events_opts eo = {.controller = SF_AW_EVENT_CONTROLLER,
-	                     .instance = opts ? opts->identity : NULL};
 	if ((rc = sf_awctl_mems_new(&c->mem)) < 0 ||
 	    (rc = sf_strmap_new(0, 8, &c->phase_counts)) < 0 ||
-	    (rc = sf_queue_new(loop, &q, &c->queue)) < 0 ||
-	    (rc = sf_events_new(loop, client, &eo, &c->events)) < 0)
+	    (rc = sf_queue_new(loop, &q, &c->queue)) < 0)
 		goto fail;
 	sf_queue_shutdown(c->queue, NULL, NULL); /* opened by lead */
 	if ((rc = sf_awctl_informers_new(c)) < 0)
 		goto fail;
-	if (opts && opts->admission_params_name && opts->admission_params_name[0]) {
-		/* last: nothing after it can fail (its timer is closed by stop) */
-		sf_admparams_opts ao = {.cfg = &c->cfg,
-		                        .ns = opts->admission_params_ns,
-		                        .name = opts->admission_params_name,
-		                        .interval_ms = opts->admission_params_interval_ms};
-		if ((rc = sf_admparams_new(loop, client, &ao, &c->admparams)) < 0)
-			goto fail;
-	}
-	if (c->cfg.slack_queue_name[0] && c->node_inf) {
-		/* after admparams: nothing after it can fail either */
-		sf_slackcq_opts so = {.name = c->cfg.slack_queue_name,
-		                      .autopilot = &c->cfg.autopilot,
-		                      .nodes = sf_informer_store(c->node_inf),
-		                      .nodes_synced = slack_nodes_fresh,
-		                      .nodes_ud = c};
-		if ((rc = sf_slackcq_new(loop, client, &so, &c->slackcq)) < 0)
-			goto fail;
-	}
 	*out = c;
 	return 0;
 fail:
@@ -135,10 +112,6 @@ int sf_awctl_start(sf_awctl *c)
 	    (rc = sf_informer_start(c->pod_inf)) < 0 ||
 	    (c->node_inf && (rc = sf_informer_start(c->node_inf)) < 0))
 		return rc;
-	/* every replica, once: its log shows a misinstalled admission too */
-	if ((rc = sf_admcheck_start(c->client, &c->cfg, &c->admcheck)) < 0)
-		sf_log_warn(LOGGER, "cannot check the installed admission", "error", strerror(-rc),
-		            NULL);
 	c->started = 1;
 	return 0;
 }
@@ -203,8 +176,6 @@ int sf_awctl_activate(sf_awctl *c)
 	if (!c->leading || c->stopping || c->fresh_term != c->term)
 		return -EAGAIN;
 	sf_queue_reopen(c->queue);
-	sf_admparams_run(c->admparams);
-	sf_slackcq_run(c->slackcq);
 	sf_log_info(LOGGER, "reconciling", NULL);
 	sf_awctl_enqueue_all(c);
 	return 0;
@@ -220,10 +191,7 @@ void sf_awctl_unlead(sf_awctl *c)
 	sf_barrier_cancel(c->barrier);
 	c->barrier = NULL;
 	sf_queue_shutdown(c->queue, NULL, NULL);
-	sf_admparams_pause(c->admparams);
-	sf_slackcq_pause(c->slackcq);
 	sf_awctl_mems_clear(c->mem);
-	sf_events_reset(c->events);
 	sf_log_info(LOGGER, "stopped reconciling", NULL);
 }
 
@@ -235,6 +203,11 @@ int sf_awctl_synced(const sf_awctl *c)
 int sf_awctl_leading(const sf_awctl *c)
 {
 	return c->leading;
+}
+
+sf_informer *sf_awctl_node_informer(const sf_awctl *c)
+{
+	return c->node_inf;
 }
 
 static void part_closed(void *ud)
@@ -277,14 +250,6 @@ void sf_awctl_stop(sf_awctl *c, void (*cb)(void *ud), void *ud)
 	c->closing_parts++;
 	sf_kinds_stop(c->kinds, part_closed, c);
 	c->closing_parts++;
-	sf_admcheck_stop(c->admcheck, part_closed, c);
-	c->closing_parts++;
-	sf_admparams_close(c->admparams, part_closed, c);
-	c->admparams = NULL;
-	c->closing_parts++;
-	sf_slackcq_close(c->slackcq, part_closed, c);
-	c->slackcq = NULL;
-	c->closing_parts++;
 	if (c->ops == 0)
 		sf_queue_close(c->queue, part_closed, c);
 	else
@@ -303,10 +268,6 @@ void sf_awctl_free(sf_awctl *c)
 	sf_informer_free(c->node_inf);
 	sf_barrier_cancel(c->barrier);
 	sf_kinds_free(c->kinds);
-	sf_admcheck_free(c->admcheck);
-	sf_admparams_close(c->admparams, NULL, NULL); /* only when never stopped */
-	sf_slackcq_close(c->slackcq, NULL, NULL);
-	sf_events_free(c->events);
 	sf_awctl_mems_free(c->mem);
 	sf_strmap_free(c->phase_counts, free);
 	free(c->ns);
@@ -481,17 +442,18 @@ static void write_counts(const sf_awctl *c, sf_prom *p)
 	}
 }
 
-int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
+int sf_awctl_cache_metrics_write(const sf_awctl *c, sf_prom *p)
 {
-	sf_admparams_metrics_write(c->admparams, p);
 	sf_store_metrics_add(sf_informer_store(c->aw_inf), p, SF_GVR_APPWRAPPERS.group,
 	                     SF_GVR_APPWRAPPERS.resource);
 	sf_store_metrics_add(sf_informer_store(c->pod_inf), p, "", "pods");
 	if (c->node_inf)
 		sf_store_metrics_add(sf_informer_store(c->node_inf), p, "", "nodes");
-	sf_kinds_metrics_write(c->kinds, p);
-	if (c->slackcq)
-		sf_slackcq_metrics_write(c->slackcq, p);
+	return sf_kinds_metrics_write(c->kinds, p);
+}
+
+int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
+{
 	add_count(p, "steadfast_watch_restarts_total",
 	          "Watches ended by the progress watchdog (no event or bookmark for 150 s) and "
 	          "started again on a fresh connection",
@@ -500,11 +462,5 @@ int sf_awctl_metrics_write(const sf_awctl *c, sf_prom *p)
 	write_reconciles(c, p);
 	write_queue(c, p);
 	write_counts(c, p);
-	sf_events_stats es;
-	sf_events_stats_get(c->events, &es);
-	sf_prom_family *f = sf_prom_family_get(p, "steadfast_events_total", SF_PROM_COUNTER,
-	                                       "Events written, by outcome");
-	sf_prom_add_u(f, (const char *[]){"outcome", "created", NULL}, es.created);
-	sf_prom_add_u(f, (const char *[]){"outcome", "aggregated", NULL}, es.aggregated);
-	return sf_prom_add_u(f, (const char *[]){"outcome", "failed", NULL}, es.failed);
+	return 0;
 }

@@ -17,8 +17,6 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "steadfast/admcheck.h"
-#include "steadfast/admparams.h"
 #include "steadfast/awconfig.h"
 #include "steadfast/awnodes.h"
 #include "steadfast/awphase.h"
@@ -30,7 +28,6 @@
 #include "steadfast/kinds.h"
 #include "steadfast/prom.h"
 #include "steadfast/queue.h"
-#include "steadfast/slackcq.h"
 #include "steadfast/strmap.h"
 #include "steadfast/time.h"
 
@@ -201,13 +198,10 @@ struct sf_awctl {
 	int64_t lead_ns; /* mono, when this term's lead began */
 	sf_kinds *kinds; /* component kinds: every replica, from the AppWrapper informer */
 	sf_queue *queue;
-	sf_events *events;
+	sf_events *events; /* borrowed (sf_awctl_opts) */
 	sf_strmap *mem;
 	sf_strmap *phase_counts; /* ns -> unsigned long[SF_AW_NPHASES] */
 	req *reqs;
-	sf_admcheck *admcheck;   /* the start-up look at installed admission */
-	sf_admparams *admparams; /* the leader's upkeep of its parameters, or NULL */
-	sf_slackcq *slackcq;     /* the leader's upkeep of the slack queue's limits, or NULL */
 	int started;
 	int leading;
 	uint64_t term;
@@ -240,9 +234,6 @@ extern const sf_gvr SF_AWCTL_GVR_NODES;
 int sf_awctl_informers_new(sf_awctl *c);
 /* A leader's every AppWrapper into the queue (a new term's start). */
 void sf_awctl_enqueue_all(sf_awctl *c);
-/* 1 when the node cache may raise evacuation suspicions: it holds a list
- * asked for since this term began. */
-int sf_awctl_nodes_fresh(const sf_awctl *c);
 /* Adds to *ns (allocated on first use) the node of pod when it is one
  * health h says a pod like it must leave; -ENOMEM. */
 int sf_awctl_note_noexec(sf_awp_nodes **ns, sf_jv pod, const sf_awn_health *h, const char *node);

@@ -200,18 +200,10 @@ static int same_noexec(const sf_awn_health *a, const sf_awn_health *b)
 	return 1;
 }
 
-/* The slack queue's limits follow what nodes take out of scheduling. */
-static void slack_kick(sf_awctl *c, const sf_obj *old, const sf_obj *new_obj)
-{
-	if (c->slackcq && sf_slackcq_node_changed(old, new_obj, &c->cfg.autopilot))
-		sf_slackcq_kick(c->slackcq);
-}
-
 static void node_add(void *ud, sf_obj *obj)
 {
 	sf_awctl *c = ud;
 	sf_awn_health h;
-	slack_kick(c, NULL, obj);
 	if (sf_awn_classify(sf_obj_root(obj), &c->cfg.autopilot, &h) == 0 && h.nnoexec > 0)
 		enqueue_node(c, obj->name);
 }
@@ -220,7 +212,6 @@ static void node_update(void *ud, sf_obj *old, sf_obj *new_obj)
 {
 	sf_awctl *c = ud;
 	sf_awn_health a, b;
-	slack_kick(c, old, new_obj);
 	if (sf_awn_classify(sf_obj_root(new_obj), &c->cfg.autopilot, &b) != 0 || b.nnoexec == 0)
 		return;
 	if (sf_awn_classify(sf_obj_root(old), &c->cfg.autopilot, &a) != 0 || !same_noexec(&a, &b))
@@ -254,12 +245,7 @@ int sf_awctl_note_noexec(sf_awp_nodes **ns, sf_jv pod, const sf_awn_health *h, c
 	return 0;
 }
 
-static void node_delete(void *ud, sf_obj *obj)
-{
-	slack_kick(ud, obj, NULL);
-}
-
-static const sf_informer_handler node_handler = {node_add, node_update, node_delete, node_synced};
+static const sf_informer_handler node_handler = {node_add, node_update, NULL, node_synced};
 
 /* ---- cache transforms ---- */
 

@@ -6,7 +6,8 @@
  * (sf_awn_classify, the rules the evacuation also uses), GETs the
  * ClusterQueue, and, only when its limits say something else, sends one
  * JSON Patch. The decisions are pure functions, unit-tested from
- * documents; the loop part only moves bytes and logs. Kueue serves
+ * documents; the pass only moves bytes and logs, and the timer, pause
+ * and close around it are the shared syncer's (syncer.h). Kueue serves
  * kueue.x-k8s.io v1beta2 since v0.15 and v1beta1 before (and alongside):
  * the GET tries v1beta2 and falls back to v1beta1 when that version is
  * not served (a 404 that is not about the object), with the same paths.
@@ -280,7 +281,7 @@ enum { IDLE, READ, WRITE };
 enum { O_NONE, O_OK, O_ABSENT, O_ERROR, O_INVALID };
 
 struct sf_slackcq {
-	uv_loop_t *loop;
+	sf_syncer sync; /* the timer, the call in flight, the stats */
 	sf_kube_client *client;
 	const sf_aw_autopilot *ap;
 	sf_store *nodes;
@@ -288,29 +289,13 @@ struct sf_slackcq {
 	void *nodes_ud;
 	char *name;
 	long interval_ms, kick_ms, backoff_ms;
-	uv_timer_t timer;
-	sf_kube_call *call;
-	size_t gvr; /* index in CQ_GVRS that answered last */
-	int step;
-	int running;
-	int kicked; /* a kick came during a pass: the next one runs soon */
-	int closing, timer_closed;
-	void (*close_cb)(void *ud);
-	void *close_ud;
+	size_t gvr;    /* index in CQ_GVRS that answered last */
+	int kicked;    /* a kick came during a pass: the next one runs soon */
 	int conflicts; /* in a row */
 	int last;      /* outcome of the previous pass (log once per change) */
 	sf_slackcq_unusable unusable;
 	sf_slackcq_plan plan;
-	sf_slackcq_stats st;
 };
-
-static void on_timer(uv_timer_t *t);
-
-static void schedule(sf_slackcq *s, long ms)
-{
-	if (s->running && !s->closing)
-		uv_timer_start(&s->timer, on_timer, (uint64_t)ms, 0);
-}
 
 /* The next pass after one ended: soon when kicked meanwhile. */
 static void schedule_next(sf_slackcq *s, long ms)
@@ -318,26 +303,13 @@ static void schedule_next(sf_slackcq *s, long ms)
 	if (s->kicked && ms > s->kick_ms)
 		ms = s->kick_ms;
 	s->kicked = 0;
-	schedule(s, ms);
-}
-
-static void maybe_freed(sf_slackcq *s)
-{
-	if (!s->closing || !s->timer_closed || s->call)
-		return;
-	void (*cb)(void *) = s->close_cb;
-	void *ud = s->close_ud;
-	sf_slackcq_plan_free(&s->plan);
-	free(s->name);
-	free(s);
-	if (cb)
-		cb(ud);
+	sf_syncer_schedule(&s->sync, ms);
 }
 
 static void pass_failed(sf_slackcq *s, int outcome, const char *step, const char *error)
 {
-	s->st.errors++;
-	s->step = IDLE;
+	s->sync.st.errors++;
+	s->sync.step = IDLE;
 	s->conflicts = 0;
 	sf_log(s->last == outcome ? SF_LOG_DEBUG : SF_LOG_WARN, LOGGER,
 	       "cannot bring the slack ClusterQueue's lendingLimits up to date; Kueue may lend "
@@ -351,25 +323,11 @@ static void pass_failed(sf_slackcq *s, int outcome, const char *step, const char
 
 static void pass_done(sf_slackcq *s, int outcome)
 {
-	s->step = IDLE;
+	s->sync.step = IDLE;
 	s->conflicts = 0;
 	s->backoff_ms = RETRY_MS;
 	s->last = outcome;
 	schedule_next(s, s->interval_ms);
-}
-
-/* The callback's common start: 1 when the pass goes on. */
-static int answer(sf_slackcq *s, const sf_kube_result *res)
-{
-	s->call = NULL;
-	if (res->err == -ECANCELED || s->closing || !s->running) {
-		s->step = IDLE;
-		/* paused and run again before the cancelled answer came */
-		schedule(s, 0);
-		maybe_freed(s);
-		return 0;
-	}
-	return 1;
 }
 
 /* A write refused because the ClusterQueue changed since it was read:
@@ -388,7 +346,7 @@ static void read_cq(sf_slackcq *s);
 static void on_written(void *ud, const sf_kube_result *res)
 {
 	sf_slackcq *s = ud;
-	if (!answer(s, res))
+	if (!sf_syncer_answer(&s->sync, res))
 		return;
 	char buf[512];
 	if (changed_meanwhile(res) && s->conflicts < MAX_RETRIES) {
@@ -400,7 +358,7 @@ static void on_written(void *ud, const sf_kube_result *res)
 		pass_failed(s, O_ERROR, "patch", sf_kube_result_str(res, buf, sizeof(buf)));
 		return;
 	}
-	s->st.updated++;
+	s->sync.st.updated++;
 	char changes[1024];
 	sf_log_info(LOGGER, "slack ClusterQueue lendingLimits updated from the nodes' health",
 	            "clusterQueue", s->name, "flavor", s->plan.flavor, "changes",
@@ -411,7 +369,7 @@ static void on_written(void *ud, const sf_kube_result *res)
 static void on_read(void *ud, const sf_kube_result *res)
 {
 	sf_slackcq *s = ud;
-	if (!answer(s, res))
+	if (!sf_syncer_answer(&s->sync, res))
 		return;
 	char buf[512];
 	if (sf_kube_is_not_found(res) && !sf_kube_is_absent(res, s->name) &&
@@ -422,7 +380,7 @@ static void on_read(void *ud, const sf_kube_result *res)
 		return;
 	}
 	if (sf_kube_is_absent(res, s->name)) {
-		s->st.absent++;
+		s->sync.st.absent++;
 		if (s->last != O_ABSENT)
 			sf_log_info(LOGGER,
 			            "slack ClusterQueue not found: no lendingLimit kept until it "
@@ -444,7 +402,7 @@ static void on_read(void *ud, const sf_kube_result *res)
 		return;
 	}
 	if (rc == 0) {
-		s->st.unchanged++;
+		s->sync.st.unchanged++;
 		if (s->last != O_OK)
 			sf_log_info(LOGGER,
 			            "slack ClusterQueue lendingLimits agree with the nodes' health",
@@ -458,15 +416,15 @@ static void on_read(void *ud, const sf_kube_result *res)
 	                 .body = s->plan.body.data,
 	                 .body_len = s->plan.body.len,
 	                 .content_type = "application/json-patch+json"};
-	s->step = WRITE;
-	if ((rc = sf_kube_do(s->client, &r, on_written, s, &s->call)) < 0)
+	s->sync.step = WRITE;
+	if ((rc = sf_kube_do(s->client, &r, on_written, s, &s->sync.call)) < 0)
 		pass_failed(s, O_ERROR, "patch", strerror(-rc));
 }
 
 static void read_cq(sf_slackcq *s)
 {
-	s->step = READ;
-	int rc = sf_kube_get(s->client, &CQ_GVRS[s->gvr], NULL, s->name, on_read, s, &s->call);
+	s->sync.step = READ;
+	int rc = sf_kube_get(s->client, &CQ_GVRS[s->gvr], NULL, s->name, on_read, s, &s->sync.call);
 	if (rc < 0)
 		pass_failed(s, O_ERROR, "read", strerror(-rc));
 }
@@ -492,13 +450,12 @@ static int sum_visit(void *ud, sf_obj *o)
 	return 0;
 }
 
-static void on_timer(uv_timer_t *t)
+/* The syncer's pass: running, and no pass under way. */
+static void pass(void *ud)
 {
-	sf_slackcq *s = t->data;
-	if (!s->running || s->closing || s->step != IDLE)
-		return;
+	sf_slackcq *s = ud;
 	if (s->nodes_synced && !s->nodes_synced(s->nodes_ud)) {
-		schedule(s, SYNC_WAIT_MS);
+		sf_syncer_schedule(&s->sync, SYNC_WAIT_MS);
 		return;
 	}
 	s->kicked = 0;
@@ -516,6 +473,15 @@ static void on_timer(uv_timer_t *t)
 	read_cq(s);
 }
 
+/* The syncer's release: closed, nothing in flight. */
+static void release(void *ud)
+{
+	sf_slackcq *s = ud;
+	sf_slackcq_plan_free(&s->plan);
+	free(s->name);
+	free(s);
+}
+
 int sf_slackcq_new(uv_loop_t *loop, sf_kube_client *client, const sf_slackcq_opts *o,
                    sf_slackcq **out)
 {
@@ -524,7 +490,6 @@ int sf_slackcq_new(uv_loop_t *loop, sf_kube_client *client, const sf_slackcq_opt
 	sf_slackcq *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->loop = loop;
 	s->client = client;
 	s->ap = o->autopilot;
 	s->nodes = o->nodes;
@@ -539,51 +504,79 @@ int sf_slackcq_new(uv_loop_t *loop, sf_kube_client *client, const sf_slackcq_opt
 		free(s);
 		return -ENOMEM;
 	}
-	uv_timer_init(loop, &s->timer);
-	s->timer.data = s;
+	sf_syncer_init(loop, &s->sync, pass, release, s);
 	*out = s;
 	return 0;
 }
 
 void sf_slackcq_run(sf_slackcq *s)
 {
-	if (!s || s->running || s->closing)
-		return;
-	s->running = 1;
-	s->conflicts = 0;
-	s->kicked = 0;
-	if (s->step == IDLE)
-		schedule(s, 0);
+	if (s && sf_syncer_run(&s->sync)) {
+		s->conflicts = 0;
+		s->kicked = 0;
+	}
 }
 
 void sf_slackcq_kick(sf_slackcq *s)
 {
-	if (!s || !s->running || s->closing)
+	if (!s || !s->sync.running || s->sync.closing)
 		return;
-	if (s->step != IDLE) {
+	if (s->sync.step != IDLE) {
 		s->kicked = 1;
 		return;
 	}
-	if (!uv_is_active((uv_handle_t *)&s->timer) ||
-	    uv_timer_get_due_in(&s->timer) > (uint64_t)s->kick_ms)
-		schedule(s, s->kick_ms);
+	sf_syncer_within(&s->sync, s->kick_ms);
+}
+
+/* The slack queue's limits follow what nodes take out of scheduling. */
+static void node_kick(sf_slackcq *s, const sf_obj *old, const sf_obj *new_obj)
+{
+	if (sf_slackcq_node_changed(old, new_obj, s->ap))
+		sf_slackcq_kick(s);
+}
+
+static void node_add(void *ud, sf_obj *obj)
+{
+	node_kick(ud, NULL, obj);
+}
+
+static void node_update(void *ud, sf_obj *old, sf_obj *new_obj)
+{
+	node_kick(ud, old, new_obj);
+}
+
+static void node_delete(void *ud, sf_obj *obj)
+{
+	node_kick(ud, obj, NULL);
+}
+
+static int synced_visit(void *ud, sf_obj *obj)
+{
+	node_add(ud, obj);
+	return 0;
+}
+
+/* After each (re)list: every node is looked at again, as if added. */
+static void nodes_synced(void *ud)
+{
+	sf_slackcq *s = ud;
+	if (s->sync.running && !s->sync.closing)
+		sf_store_each(s->nodes, synced_visit, s);
+}
+
+int sf_slackcq_watch(sf_slackcq *s, sf_informer *nodes)
+{
+	sf_informer_handler h = {.on_add = node_add,
+	                         .on_update = node_update,
+	                         .on_delete = node_delete,
+	                         .on_synced = nodes_synced};
+	return sf_informer_add_handler(nodes, &h, s);
 }
 
 void sf_slackcq_pause(sf_slackcq *s)
 {
-	if (!s || !s->running)
-		return;
-	s->running = 0;
-	uv_timer_stop(&s->timer);
-	if (s->call)
-		sf_kube_call_cancel(s->call);
-}
-
-static void timer_closed(uv_handle_t *h)
-{
-	sf_slackcq *s = h->data;
-	s->timer_closed = 1;
-	maybe_freed(s);
+	if (s)
+		sf_syncer_pause(&s->sync);
 }
 
 void sf_slackcq_close(sf_slackcq *s, void (*cb)(void *ud), void *ud)
@@ -593,39 +586,22 @@ void sf_slackcq_close(sf_slackcq *s, void (*cb)(void *ud), void *ud)
 			cb(ud);
 		return;
 	}
-	sf_slackcq_pause(s);
-	s->closing = 1;
-	s->close_cb = cb;
-	s->close_ud = ud;
-	uv_close((uv_handle_t *)&s->timer, timer_closed);
+	sf_syncer_close(&s->sync, cb, ud);
 }
 
 void sf_slackcq_stats_get(const sf_slackcq *s, sf_slackcq_stats *out)
 {
 	if (s)
-		*out = s->st;
+		*out = s->sync.st;
 	else
 		memset(out, 0, sizeof(*out));
 }
 
 int sf_slackcq_metrics_write(const sf_slackcq *s, sf_prom *prom)
 {
-	sf_slackcq_stats st;
-	sf_slackcq_stats_get(s, &st);
-	sf_prom_family *f =
-	    sf_prom_family_get(prom, "steadfast_slack_queue_syncs_total", SF_PROM_COUNTER,
-	                       "Passes over the slack ClusterQueue's lendingLimits by outcome: "
-	                       "unchanged, updated (one "
-	                       "patch), absent (no such ClusterQueue), error");
-	const struct {
-		const char *r;
-		unsigned long long v;
-	} rs[] = {{"unchanged", st.unchanged},
-	          {"updated", st.updated},
-	          {"absent", st.absent},
-	          {"error", st.errors}};
-	int rc = 0;
-	for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++)
-		rc = sf_prom_add_u(f, (const char *[]){"result", rs[i].r, NULL}, rs[i].v);
-	return rc;
+	return sf_syncer_metrics_write(s ? &s->sync.st : NULL, prom,
+	                               "steadfast_slack_queue_syncs_total",
+	                               "Passes over the slack ClusterQueue's lendingLimits by "
+	                               "outcome: unchanged, updated (one "
+	                               "patch), absent (no such ClusterQueue), error");
 }

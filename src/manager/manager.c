@@ -9,6 +9,14 @@
  * reconciling. When the term ends (renew deadline, conflict, release) the
  * fence is closed first and the controller stops at once, keeping its
  * informers warm for the next term.
+ *
+ * Beside the reconciler the manager runs its runnables (runnables.h): the
+ * start-up look at the installed admission on every replica, and, while
+ * reconciling, the upkeep of the admission parameters and of the slack
+ * ClusterQueue's lendingLimits and the Event recorder the reconcile
+ * borrows. They start once the controller has started reconciling and stop
+ * once it has stopped, in that order; the recorder is closed once the
+ * controller that borrows it has stopped.
  */
 #include "steadfast/manager.h"
 
@@ -23,16 +31,22 @@
 #include "steadfast/review.h"
 #include "steadfast/tlscred.h"
 #include "steadfast/config.h"
+#include "steadfast/admcheck.h"
 #include "steadfast/admparams.h"
 #include "steadfast/controller.h"
 #include "steadfast/election.h"
+#include "steadfast/events.h"
 #include "steadfast/fault.h"
 #include "steadfast/heap.h"
 #include "steadfast/log.h"
 #include "steadfast/prom.h"
+#include "steadfast/runnables.h"
 #include "steadfast/server.h"
+#include "steadfast/slackcq.h"
 
 #define LOGGER "manager"
+/* the logger of the lines that were the AppWrapper controller's */
+#define AW_LOGGER "appwrapper"
 
 typedef struct mgr {
 	uv_loop_t loop;
@@ -40,6 +54,12 @@ typedef struct mgr {
 	sf_kube_client *client;
 	sf_elect *e;
 	sf_awctl *ctl;
+	const sf_aw_config *acfg; /* borrowed (the options', or defaults) */
+	sf_runnables *run;
+	sf_events *events;       /* the recorder the controller borrows */
+	sf_admcheck *admcheck;   /* the start-up look at installed admission */
+	sf_admparams *admparams; /* the leader's upkeep of its parameters, or NULL */
+	sf_slackcq *slackcq;     /* the leader's upkeep of the slack queue's limits, or NULL */
 	uv_signal_t sigterm, sigint;
 	uv_timer_t trim; /* gives free heap pages back (sf_heap_trim) */
 	sf_srv *health, *metrics;
@@ -101,7 +121,13 @@ static int on_metrics(void *ud, const sf_srv_request *req, sf_srv_response *res)
 	    (const char *[]){"version", SF_VERSION, NULL}, 1);
 	if (m->e)
 		sf_elect_metrics_write(m->e, p);
+	sf_admparams_metrics_write(m->admparams, p);
+	sf_awctl_cache_metrics_write(m->ctl, p);
+	if (m->slackcq)
+		sf_slackcq_metrics_write(m->slackcq, p);
 	sf_awctl_metrics_write(m->ctl, p);
+	if (m->events)
+		sf_events_metrics_write(m->events, p);
 	sf_kube_client_metrics_write(m->client, p);
 	sf_heap_metrics_write(p);
 	int rc = sf_prom_render(p, &res->body);
@@ -178,13 +204,154 @@ static int serve(mgr *m, const char *bind, const char *name, sf_srv **out)
 	return rc;
 }
 
+/* ---- runnables ---- */
+
+static void admcheck_start(void *self)
+{
+	mgr *m = self;
+	/* every replica, once: its log shows a misinstalled admission too */
+	int rc = sf_admcheck_start(m->client, m->acfg, &m->admcheck);
+	if (rc < 0)
+		sf_log_warn(AW_LOGGER, "cannot check the installed admission", "error",
+		            strerror(-rc), NULL);
+}
+
+static void admcheck_close(void *self, void (*cb)(void *ud), void *ud)
+{
+	mgr *m = self;
+	sf_admcheck *a = m->admcheck;
+	m->admcheck = NULL;
+	sf_admcheck_close(a, cb, ud);
+}
+
+static void admparams_start(void *self)
+{
+	sf_admparams_run(self);
+}
+
+static void admparams_stop(void *self)
+{
+	sf_admparams_pause(self);
+}
+
+static void admparams_close(void *self, void (*cb)(void *ud), void *ud)
+{
+	sf_admparams_close(self, cb, ud);
+}
+
+static void slackcq_start(void *self)
+{
+	sf_slackcq_run(self);
+}
+
+static void slackcq_stop(void *self)
+{
+	sf_slackcq_pause(self);
+}
+
+static void slackcq_close(void *self, void (*cb)(void *ud), void *ud)
+{
+	sf_slackcq_close(self, cb, ud);
+}
+
+/* A new term starts with no series. */
+static void events_stop(void *self)
+{
+	sf_events_reset(self);
+}
+
+static int slack_nodes_fresh(void *ud)
+{
+	return sf_awctl_nodes_fresh(ud);
+}
+
+/* Adds r to the group; when it cannot, closes what r runs (r's close).
+ * 0 or -ENOMEM. */
+static int add_runnable(mgr *m, const sf_runnable *r)
+{
+	int rc = sf_runnables_add(m->run, r);
+	if (rc < 0 && r->close)
+		r->close(r->self, NULL, NULL);
+	return rc;
+}
+
+/* The runnables, in the order they start and stop: the admission check
+ * (every replica), then, while reconciling, the admission parameters, the
+ * slack ClusterQueue and the Event recorder. m->events is made already. */
+static int runnables_new(mgr *m, const sf_mgr_opts *o, const char *params_ns,
+                         const char *params_name)
+{
+	int rc;
+	if ((rc = sf_runnables_new(&m->run)) < 0 ||
+	    (rc = add_runnable(
+	         m, &(sf_runnable){.self = m, .start = admcheck_start, .close = admcheck_close})) <
+	        0)
+		return rc;
+	if (params_name && params_name[0]) {
+		sf_admparams_opts ao = {.cfg = m->acfg,
+		                        .ns = params_ns,
+		                        .name = params_name,
+		                        .interval_ms = o->admission_params_interval_ms};
+		if ((rc = sf_admparams_new(&m->loop, m->client, &ao, &m->admparams)) < 0)
+			return rc;
+		if ((rc = add_runnable(m, &(sf_runnable){.leader_only = 1,
+		                                         .self = m->admparams,
+		                                         .start = admparams_start,
+		                                         .stop = admparams_stop,
+		                                         .close = admparams_close})) < 0) {
+			m->admparams = NULL;
+			return rc;
+		}
+	}
+	sf_informer *nodes = sf_awctl_node_informer(m->ctl);
+	if (m->acfg->slack_queue_name[0] && nodes) {
+		sf_slackcq_opts so = {.name = m->acfg->slack_queue_name,
+		                      .autopilot = &m->acfg->autopilot,
+		                      .nodes = sf_informer_store(nodes),
+		                      .nodes_synced = slack_nodes_fresh,
+		                      .nodes_ud = m->ctl};
+		if ((rc = sf_slackcq_new(&m->loop, m->client, &so, &m->slackcq)) < 0)
+			return rc;
+		if ((rc = add_runnable(m, &(sf_runnable){.leader_only = 1,
+		                                         .self = m->slackcq,
+		                                         .start = slackcq_start,
+		                                         .stop = slackcq_stop,
+		                                         .close = slackcq_close})) < 0) {
+			m->slackcq = NULL;
+			return rc;
+		}
+		if ((rc = sf_slackcq_watch(m->slackcq, nodes)) < 0)
+			return rc;
+	}
+	/* closed by the manager once the controller that borrows it stopped */
+	return sf_runnables_add(
+	    m->run, &(sf_runnable){.leader_only = 1, .self = m->events, .stop = events_stop});
+}
+
+/* Reconciling starts (the barrier passed, the fence open), then the
+ * leader's runnables. */
+static void activate(mgr *m)
+{
+	if (sf_awctl_activate(m->ctl) == 0)
+		sf_runnables_lead(m->run);
+}
+
+/* Reconciling stops, then the leader's runnables. */
+static void unlead(mgr *m)
+{
+	sf_awctl_unlead(m->ctl);
+	sf_runnables_unlead(m->run);
+}
+
+/* ---- leadership ---- */
+
 static void ctl_ready(void *ud, int err)
 {
 	mgr *m = ud;
 	if (m->e)
 		sf_elect_ready_done(m->e, sf_elect_term(m->e), err);
 	else if (err == 0)
-		sf_awctl_activate(m->ctl);
+		activate(m);
 }
 
 static void on_ready(void *ud, sf_elect *e, uint64_t term, const char *rv)
@@ -201,7 +368,7 @@ static void on_started(void *ud, uint64_t term)
 {
 	mgr *m = ud;
 	(void)term;
-	sf_awctl_activate(m->ctl);
+	activate(m);
 }
 
 static void on_stopped(void *ud, uint64_t term, const char *reason)
@@ -210,7 +377,7 @@ static void on_stopped(void *ud, uint64_t term, const char *reason)
 	char t[24];
 	sf_log_info(LOGGER, "stopped leading; staying up as a candidate", "term",
 	            sf_log_int(t, (long long)term), "reason", reason, NULL);
-	sf_awctl_unlead(m->ctl);
+	unlead(m);
 }
 
 static void on_new_leader(void *ud, const char *id)
@@ -230,6 +397,16 @@ static void handle_closed(uv_handle_t *h)
 	part_done(h->data);
 }
 
+/* The controller has stopped: the recorder it borrowed may go. */
+static void ctl_stopped(void *ud)
+{
+	mgr *m = ud;
+	sf_events *ev = m->events;
+	m->events = NULL;
+	sf_events_close(ev, part_done, m);
+	part_done(m);
+}
+
 static void shutdown_all(mgr *m)
 {
 	if (m->health) {
@@ -242,8 +419,13 @@ static void shutdown_all(mgr *m)
 		sf_srv_close(m->metrics, part_done, m);
 		m->metrics = NULL;
 	}
-	m->parts += 4;
-	sf_awctl_stop(m->ctl, part_done, m);
+	m->parts += 5; /* the controller, its recorder, the client, two signals */
+	sf_awctl_stop(m->ctl, ctl_stopped, m);
+	m->parts++;
+	sf_runnables_close(m->run, part_done, m);
+	m->run = NULL;
+	m->admparams = NULL;
+	m->slackcq = NULL;
 	if (m->e) {
 		m->parts++;
 		sf_elect_close(m->e, part_done, m);
@@ -287,7 +469,7 @@ static void on_signal(uv_signal_t *s, int signum)
 	m->quitting = 1;
 	sf_log_info(LOGGER, "shutting down", "signal", signum == SIGTERM ? "SIGTERM" : "SIGINT",
 	            NULL);
-	sf_awctl_unlead(m->ctl);
+	unlead(m);
 	if (!m->e || sf_elect_release(m->e, on_released, m) != 0)
 		shutdown_all(m);
 }
@@ -337,14 +519,11 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		snprintf(params_ns, sizeof(params_ns), "%.*s", (int)(slash - params), params);
 	else
 		snprintf(params_ns, sizeof(params_ns), "%s", own_ns ? own_ns : "");
-	sf_awctl_opts ao = {.cfg = o->cfg ? o->cfg : &defaults,
-	                    .ns = o->watch_namespace,
-	                    .identity = identity,
-	                    .workers = o->concurrent_syncs,
-	                    .admission_params_ns = params_ns,
-	                    .admission_params_name = slash ? slash + 1 : params,
-	                    .admission_params_interval_ms = o->admission_params_interval_ms};
-	if (*ao.admission_params_name && !params_ns[0]) {
+	const char *params_name = slash ? slash + 1 : params;
+	m.acfg = o->cfg ? o->cfg : &defaults;
+	sf_awctl_opts ao = {
+	    .cfg = m.acfg, .ns = o->watch_namespace, .workers = o->concurrent_syncs};
+	if (*params_name && !params_ns[0]) {
 		sf_log_error(LOGGER, "no namespace for the admission parameters", "admissionParams",
 		             params, NULL);
 		rc = -EINVAL;
@@ -360,7 +539,14 @@ int sf_mgr_run(const sf_mgr_opts *o)
 	ao.fault_watch_stall_after_ms = sf_fault("WATCH_STALL_AFTER_MS");
 	ao.fault_watch_progress_timeout_ms = sf_fault("WATCH_PROGRESS_TIMEOUT_MS");
 	ao.fault_node_check_delay_ms = sf_fault("NODE_CHECK_DELAY_MS");
-	if ((rc = sf_awctl_new(&m.loop, m.client, &ao, &m.ctl)) < 0) {
+	sf_events_opts evo = {.controller = SF_AW_EVENT_CONTROLLER, .instance = identity};
+	if ((rc = sf_events_new(&m.loop, m.client, &evo, &m.events)) == 0) {
+		ao.events = m.events;
+		rc = sf_awctl_new(&m.loop, m.client, &ao, &m.ctl);
+	}
+	if (rc == 0)
+		rc = runnables_new(&m, o, params_ns, params_name);
+	if (rc < 0) {
 		sf_log_error(LOGGER, "cannot create the controller", "error", strerror(-rc), NULL);
 		goto fail;
 	}
@@ -420,6 +606,7 @@ int sf_mgr_run(const sf_mgr_opts *o)
 		uv_close((uv_handle_t *)&m.trim, NULL);
 		goto fail;
 	}
+	sf_runnables_start(m.run);
 	if (m.e)
 		sf_elect_start(m.e);
 	else
@@ -441,12 +628,14 @@ fail:
 		sf_elect_close(m.e, NULL, NULL);
 	if (m.ctl)
 		sf_awctl_stop(m.ctl, NULL, NULL);
+	sf_runnables_close(m.run, NULL, NULL);
 	if (m.client)
 		sf_kube_client_close(m.client, NULL, NULL);
 	if (m.review_client)
 		sf_kube_client_close(m.review_client, NULL, NULL);
 	uv_run(&m.loop, UV_RUN_DEFAULT);
 	sf_awctl_free(m.ctl);
+	sf_events_close(m.events, NULL, NULL);
 	sf_review_free(m.review);
 	sf_tlscred_free(m.tlscred);
 	uv_loop_close(&m.loop);

@@ -201,3 +201,26 @@ Test(admparams, plan_needs_a_name_and_resource_version)
 	sf_admparams_plan_free(&p);
 	sf_strmap_free(want, free);
 }
+
+/* The exposition as /metrics writes it, byte for byte. */
+Test(admparams, metrics_of_none_are_zeros)
+{
+	sf_prom *p = sf_prom_new();
+	cr_assert_not_null(p);
+	cr_assert_eq(sf_admparams_metrics_write(NULL, p), 0);
+	sf_buf out;
+	sf_buf_init(&out, 0);
+	cr_assert_eq(sf_prom_render(p, &out), 0);
+	cr_assert_eq(sf_buf_putc(&out, 0), 0);
+	cr_assert_str_eq(out.data,
+	                 "# HELP steadfast_admission_params_syncs_total Passes over the admission "
+	                 "parameters ConfigMap by outcome: unchanged, updated (one apply), absent "
+	                 "(not installed), error\n"
+	                 "# TYPE steadfast_admission_params_syncs_total counter\n"
+	                 "steadfast_admission_params_syncs_total{result=\"unchanged\"} 0\n"
+	                 "steadfast_admission_params_syncs_total{result=\"updated\"} 0\n"
+	                 "steadfast_admission_params_syncs_total{result=\"absent\"} 0\n"
+	                 "steadfast_admission_params_syncs_total{result=\"error\"} 0\n");
+	sf_buf_free(&out);
+	sf_prom_free(p);
+}

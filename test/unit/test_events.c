@@ -8,7 +8,8 @@
  * patch answered 404 creates the Event again with its series; the window
  * and max_keys end series; a failed create starts over; the write gate
  * refuses a write before it is sent; notes are made valid UTF-8 and cut to
- * the server's 1024 bytes; arguments the server would refuse are -EINVAL.
+ * the server's 1024 bytes; arguments the server would refuse are -EINVAL;
+ * the bodies sent, byte for byte.
  * The real API server's answers are test/integration/test_appwrapper.c's
  * (events_are_events_k8s_io_v1_and_a_repeat_is_a_series).
  */
@@ -95,7 +96,7 @@ static void set_flag(void *ud)
 static void fx_close(fx *f)
 {
 	int cl = 0;
-	sf_events_free(f->ev);
+	sf_events_close(f->ev, NULL, NULL);
 	sf_kube_client_close(f->c, set_flag, &cl);
 	fakesrv_stop(f->srv);
 	cr_assert_eq(tl_run_until(&f->loop, &cl, 5000), 0);
@@ -510,5 +511,68 @@ Test(events, a_long_instance_is_cut_to_128_bytes)
 	char got[300] = "";
 	str_at(body(&f, 0), "reportingInstance", got, sizeof(got));
 	cr_assert_eq(strlen(got), SF_EVENTS_INSTANCE_MAX);
+	fx_close(&f);
+}
+
+/* The bodies byte for byte (name and times as sent): the create, the
+ * series patch, and the create again with its series after a 404, for a
+ * note that needs escaping and an invalid byte made U+FFFD. */
+Test(events, bodies_byte_for_byte)
+{
+	fx f;
+	fx_open(&f, (const char *[]){"201", "404", "201", NULL}, NULL);
+	const char *note = "\"quoted\" back\\slash\nnew\ttab\x01 caf\xc3\xa9 \xff";
+	const char *note_json = "\"\\\"quoted\\\" back\\\\slash\\nnew\\ttab\\u0001 caf\xc3\xa9 "
+	                        "\xef\xbf\xbd\"";
+	cr_assert_eq(emit(&f, "Unhealthy", "Resetting", note), 0);
+	wait_requests(&f, 1);
+	cr_assert_eq(emit(&f, "Unhealthy", "Resetting", note), 0);
+	wait_requests(&f, 3);
+	char name[300], et[64], lo[64], want[2048];
+	str_at(body(&f, 0), "metadata.name", name, sizeof(name));
+	str_at(body(&f, 0), "eventTime", et, sizeof(et));
+	str_at(body(&f, 1), "series.lastObservedTime", lo, sizeof(lo));
+	const char *fmt =
+	    "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"%s\","
+	    "\"namespace\":\"ns1\"},\"eventTime\":\"%s\",\"reportingController\":\"appwrappers\","
+	    "\"reportingInstance\":\"replica-a\",\"action\":\"Resetting\",\"reason\":\"Unhealthy\","
+	    "\"regarding\":{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":"
+	    "\"AppWrapper\",\"namespace\":\"ns1\",\"name\":\"aw1\",\"uid\":\"u-1\","
+	    "\"resourceVersion\":\"42\"},\"note\":%s,\"type\":\"Warning\"%s}";
+	snprintf(want, sizeof(want), fmt, name, et, note_json, "");
+	cr_assert_str_eq(fakesrv_body(f.srv, 0), want);
+	snprintf(want, sizeof(want), "{\"series\":{\"count\":2,\"lastObservedTime\":\"%s\"}}", lo);
+	cr_assert_str_eq(fakesrv_body(f.srv, 1), want);
+	char series[128];
+	snprintf(series, sizeof(series), ",\"series\":{\"count\":2,\"lastObservedTime\":\"%s\"}",
+	         lo);
+	snprintf(want, sizeof(want), fmt, name, et, note_json, series);
+	cr_assert_str_eq(fakesrv_body(f.srv, 2), want);
+	fx_close(&f);
+}
+
+/* An object without a resourceVersion is regarded without one. */
+Test(events, a_reference_without_a_resource_version)
+{
+	fx f;
+	fx_open(&f, (const char *[]){"201", NULL}, NULL);
+	const char *js = "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns1\",\"uid\":\"u-2\"}}";
+	sf_obj *o = sf_obj_parse(js, strlen(js), NULL, 0);
+	cr_assert_not_null(o);
+	cr_assert_eq(sf_events_emit(f.ev, o, "v1", "Pod", "Normal", "Seen", "Looked", ""), 0);
+	wait_requests(&f, 1);
+	char name[300], et[64], want[1024];
+	str_at(body(&f, 0), "metadata.name", name, sizeof(name));
+	str_at(body(&f, 0), "eventTime", et, sizeof(et));
+	snprintf(want, sizeof(want),
+	         "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\",\"metadata\":{\"name\":"
+	         "\"%s\",\"namespace\":\"ns1\"},\"eventTime\":\"%s\",\"reportingController\":"
+	         "\"appwrappers\",\"reportingInstance\":\"replica-a\",\"action\":\"Looked\","
+	         "\"reason\":\"Seen\",\"regarding\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+	         "\"namespace\":\"ns1\",\"name\":\"p\",\"uid\":\"u-2\"},\"note\":\"\",\"type\":"
+	         "\"Normal\"}",
+	         name, et);
+	cr_assert_str_eq(fakesrv_body(f.srv, 0), want);
+	sf_obj_unref(o);
 	fx_close(&f);
 }

@@ -396,6 +396,25 @@ Test(slackcq, a_pass_falls_back_to_v1beta1_and_reads_again_after_a_failed_test,
 		             "request %d: %s", i, fakesrv_request(srv, i));
 	cr_assert(strcasestr(fakesrv_request(srv, 4), "content-type: application/json-patch+json"),
 	          "%s", fakesrv_request(srv, 4));
+	/* the exposition as /metrics writes it, byte for byte */
+	sf_prom *p = sf_prom_new();
+	cr_assert_not_null(p);
+	cr_assert_eq(sf_slackcq_metrics_write(s, p), 0);
+	sf_buf out;
+	sf_buf_init(&out, 0);
+	cr_assert_eq(sf_prom_render(p, &out), 0);
+	cr_assert_eq(sf_buf_putc(&out, 0), 0);
+	cr_assert_str_eq(out.data,
+	                 "# HELP steadfast_slack_queue_syncs_total Passes over the slack "
+	                 "ClusterQueue's lendingLimits by outcome: unchanged, updated (one patch), "
+	                 "absent (no such ClusterQueue), error\n"
+	                 "# TYPE steadfast_slack_queue_syncs_total counter\n"
+	                 "steadfast_slack_queue_syncs_total{result=\"unchanged\"} 0\n"
+	                 "steadfast_slack_queue_syncs_total{result=\"updated\"} 1\n"
+	                 "steadfast_slack_queue_syncs_total{result=\"absent\"} 0\n"
+	                 "steadfast_slack_queue_syncs_total{result=\"error\"} 0\n");
+	sf_buf_free(&out);
+	sf_prom_free(p);
 
 	int closed = 0, cl = 0;
 	sf_slackcq_close(s, set_flag, &closed);

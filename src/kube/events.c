@@ -15,6 +15,11 @@
  * --event-ttl, or was deleted) creates the Event again under its name with
  * the series so far, as client-go does.
  *
+ * The recorder sits beside the client it writes through: it records about
+ * any namespaced object, whose apiVersion and kind the caller names, and
+ * knows nothing of what the caller controls. Bodies are built as util/jdoc
+ * trees and written once, as the rest of the code writes JSON objects.
+ *
  * Where this differs from client-go, on purpose:
  *   - client-go's key has the regarding reference with its
  *     resourceVersion and not the note: a repeat after a status write (our
@@ -37,6 +42,7 @@
 #include <unistd.h>
 
 #include "steadfast/buf.h"
+#include "steadfast/jdoc.h"
 #include "steadfast/log.h"
 #include "steadfast/strmap.h"
 #include "steadfast/time.h"
@@ -54,7 +60,7 @@ typedef struct series {
 	size_t f[NFIELDS];
 	char *ns;
 	char *name;                /* the Event's name */
-	char *regarding;           /* its regarding ObjectReference, JSON */
+	sf_jd *regarding;          /* its regarding ObjectReference */
 	int64_t first_ns, last_ns; /* wall: eventTime, series.lastObservedTime */
 	int64_t seen_mono_ns;      /* the last occurrence */
 	long count;                /* occurrences sent (in flight or acknowledged) */
@@ -201,7 +207,7 @@ static void series_free(series *s)
 	free(s->key);
 	free(s->ns);
 	free(s->name);
-	free(s->regarding);
+	sf_jd_free(s->regarding);
 	free(s);
 }
 
@@ -246,7 +252,7 @@ int sf_events_new(uv_loop_t *loop, sf_kube_client *client, const sf_events_opts 
 	                                                                        : "steadfast");
 	ev->instance = strndup(inst, utf8_cut(inst, strlen(inst), SF_EVENTS_INSTANCE_MAX));
 	if (!ev->controller || !ev->instance || sf_strmap_new_keyed(series_key, 64, &ev->byk) < 0) {
-		sf_events_free(ev);
+		sf_events_close(ev, NULL, NULL);
 		return -ENOMEM;
 	}
 	*out = ev;
@@ -259,15 +265,17 @@ void sf_events_reset(sf_events *ev)
 		series_drop(ev, ev->oldest);
 }
 
-void sf_events_free(sf_events *ev)
+void sf_events_close(sf_events *ev, void (*cb)(void *ud), void *ud)
 {
-	if (!ev)
-		return;
-	sf_events_reset(ev);
-	sf_strmap_free(ev->byk, NULL);
-	free(ev->controller);
-	free(ev->instance);
-	free(ev);
+	if (ev) {
+		sf_events_reset(ev);
+		sf_strmap_free(ev->byk, NULL);
+		free(ev->controller);
+		free(ev->instance);
+		free(ev);
+	}
+	if (cb)
+		cb(ud);
 }
 
 void sf_events_stats_get(const sf_events *ev, sf_events_stats *out)
@@ -275,52 +283,81 @@ void sf_events_stats_get(const sf_events *ev, sf_events_stats *out)
 	*out = ev->st;
 }
 
+int sf_events_metrics_write(const sf_events *ev, sf_prom *p)
+{
+	sf_prom_family *f = sf_prom_family_get(p, "steadfast_events_total", SF_PROM_COUNTER,
+	                                       "Events written, by outcome");
+	sf_prom_add_u(f, (const char *[]){"outcome", "created", NULL}, ev->st.created);
+	sf_prom_add_u(f, (const char *[]){"outcome", "aggregated", NULL}, ev->st.aggregated);
+	return sf_prom_add_u(f, (const char *[]){"outcome", "failed", NULL}, ev->st.failed);
+}
+
 /* ---- writes ---- */
 
 static void write_done(void *ud, const sf_kube_result *res);
 
-static int put_str(sf_buf *b, const char *s, size_t n)
+/* Sets key to the n bytes at v (a field of a series' key), keeping the
+ * first error in *rc. */
+static void set_strn(sf_jd *obj, const char *key, const char *v, size_t n, int *rc)
 {
-	return sf_buf_put_json_str(b, s, n);
+	if (*rc == 0)
+		*rc = sf_jd_set(obj, key, sf_jd_new_strn(v, n));
+}
+
+static void set_str(sf_jd *obj, const char *key, const char *v, int *rc)
+{
+	set_strn(obj, key, v, strlen(v), rc);
+}
+
+/* series {count, lastObservedTime} into obj. */
+static void set_series(sf_jd *obj, long count, int64_t last_ns, int *rc)
+{
+	char lo[40];
+	sf_time_rfc3339micro(last_ns, lo, sizeof(lo));
+	sf_jd *ser = *rc == 0 ? sf_jd_obj_member(obj, "series") : NULL;
+	if (!ser && *rc == 0)
+		*rc = -ENOMEM;
+	if (*rc == 0)
+		*rc = sf_jd_set_int(ser, "count", count);
+	set_str(ser, "lastObservedTime", lo, rc);
 }
 
 /* The Event, for a create; with its series when the count is past 1 (a
  * re-creation after a 404). */
 static int event_body(const sf_events *ev, const series *s, sf_buf *b)
 {
-	char et[40], lo[40];
+	char et[40];
 	size_t n;
 	const char *p;
 	int rc = 0;
+	sf_jd *e = sf_jd_new_obj(), *meta = NULL;
+	if (!e)
+		return -ENOMEM;
 	sf_time_rfc3339micro(s->first_ns, et, sizeof(et));
-	rc |= sf_buf_puts(b, "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\","
-	                     "\"metadata\":{\"name\":");
-	rc |= put_str(b, s->name, strlen(s->name));
-	rc |= sf_buf_puts(b, ",\"namespace\":");
-	rc |= put_str(b, s->ns, strlen(s->ns));
-	rc |= sf_buf_printf(b, "},\"eventTime\":\"%s\",\"reportingController\":", et);
-	rc |= put_str(b, ev->controller, strlen(ev->controller));
-	rc |= sf_buf_puts(b, ",\"reportingInstance\":");
-	rc |= put_str(b, ev->instance, strlen(ev->instance));
+	set_str(e, "apiVersion", "events.k8s.io/v1", &rc);
+	set_str(e, "kind", "Event", &rc);
+	if (rc == 0 && !(meta = sf_jd_obj_member(e, "metadata")))
+		rc = -ENOMEM;
+	set_str(meta, "name", s->name, &rc);
+	set_str(meta, "namespace", s->ns, &rc);
+	set_str(e, "eventTime", et, &rc);
+	set_str(e, "reportingController", ev->controller, &rc);
+	set_str(e, "reportingInstance", ev->instance, &rc);
 	p = field(s, F_ACTION, &n);
-	rc |= sf_buf_puts(b, ",\"action\":");
-	rc |= put_str(b, p, n);
+	set_strn(e, "action", p, n, &rc);
 	p = field(s, F_REASON, &n);
-	rc |= sf_buf_puts(b, ",\"reason\":");
-	rc |= put_str(b, p, n);
-	rc |= sf_buf_printf(b, ",\"regarding\":%s", s->regarding);
+	set_strn(e, "reason", p, n, &rc);
+	if (rc == 0)
+		rc = sf_jd_set(e, "regarding", sf_jd_clone(s->regarding));
 	p = field(s, F_NOTE, &n);
-	rc |= sf_buf_puts(b, ",\"note\":");
-	rc |= put_str(b, p, n);
+	set_strn(e, "note", p, n, &rc);
 	p = field(s, F_TYPE, &n);
-	rc |= sf_buf_puts(b, ",\"type\":");
-	rc |= put_str(b, p, n);
-	if (s->count > 1) {
-		sf_time_rfc3339micro(s->last_ns, lo, sizeof(lo));
-		rc |= sf_buf_printf(b, ",\"series\":{\"count\":%ld,\"lastObservedTime\":\"%s\"}",
-		                    s->count, lo);
-	}
-	rc |= sf_buf_putc(b, '}');
+	set_strn(e, "type", p, n, &rc);
+	if (s->count > 1)
+		set_series(e, s->count, s->last_ns, &rc);
+	if (rc == 0)
+		rc = sf_jd_write(e, b);
+	sf_jd_free(e);
 	return rc ? -ENOMEM : 0;
 }
 
@@ -345,19 +382,28 @@ static int send_create(sf_events *ev, series *s)
 /* Sends the pending occurrences: a patch of the series. */
 static int send_series(sf_events *ev, series *s)
 {
-	char lo[40], body[160];
 	long count = s->count + s->pending;
-	sf_time_rfc3339micro(s->last_ns, lo, sizeof(lo));
-	snprintf(body, sizeof(body), "{\"series\":{\"count\":%ld,\"lastObservedTime\":\"%s\"}}",
-	         count, lo);
+	sf_buf b;
+	sf_buf_init(&b, 0);
+	sf_jd *patch = sf_jd_new_obj();
+	int rc = patch ? 0 : -ENOMEM;
+	set_series(patch, count, s->last_ns, &rc);
+	if (rc == 0)
+		rc = sf_jd_write(patch, &b);
+	sf_jd_free(patch);
+	if (rc < 0) {
+		sf_buf_free(&b);
+		return -ENOMEM;
+	}
 	s->busy = 1;
 	s->patching = 1;
 	s->pending = 0;
 	s->count = count;
-	int rc = sf_kube_patch(ev->client, &SF_GVR_EVENTS_K8S_IO, s->ns, s->name, NULL,
-	                       SF_PATCH_STRATEGIC, body, NULL, 0, write_done, s, NULL);
+	rc = sf_kube_patch(ev->client, &SF_GVR_EVENTS_K8S_IO, s->ns, s->name, NULL,
+	                   SF_PATCH_STRATEGIC, b.data, NULL, 0, write_done, s, NULL);
 	if (rc < 0)
 		s->busy = 0;
+	sf_buf_free(&b);
 	return rc;
 }
 
@@ -413,32 +459,25 @@ static void event_name(sf_events *ev, const char *obj_name, char *buf, size_t n)
 		         (uint64_t)(ev->seq * 0xbf58476d1ce4e5b9ULL));
 }
 
-/* obj's ObjectReference, JSON. */
-static char *regarding_json(const sf_obj *obj, const char *api_version, const char *kind)
+/* obj's ObjectReference. */
+static sf_jd *regarding_ref(const sf_obj *obj, const char *api_version, const char *kind)
 {
-	sf_buf b;
 	int rc = 0;
-	sf_buf_init(&b, 0);
-	rc |= sf_buf_puts(&b, "{\"apiVersion\":");
-	rc |= put_str(&b, api_version, strlen(api_version));
-	rc |= sf_buf_puts(&b, ",\"kind\":");
-	rc |= put_str(&b, kind, strlen(kind));
-	rc |= sf_buf_puts(&b, ",\"namespace\":");
-	rc |= put_str(&b, obj->ns, strlen(obj->ns));
-	rc |= sf_buf_puts(&b, ",\"name\":");
-	rc |= put_str(&b, obj->name, strlen(obj->name));
-	rc |= sf_buf_puts(&b, ",\"uid\":");
-	rc |= put_str(&b, obj->uid, strlen(obj->uid));
-	if (obj->rv && obj->rv[0]) {
-		rc |= sf_buf_puts(&b, ",\"resourceVersion\":");
-		rc |= put_str(&b, obj->rv, strlen(obj->rv));
-	}
-	rc |= sf_buf_putc(&b, '}');
+	sf_jd *r = sf_jd_new_obj();
+	if (!r)
+		return NULL;
+	set_str(r, "apiVersion", api_version, &rc);
+	set_str(r, "kind", kind, &rc);
+	set_str(r, "namespace", obj->ns, &rc);
+	set_str(r, "name", obj->name, &rc);
+	set_str(r, "uid", obj->uid, &rc);
+	if (obj->rv && obj->rv[0])
+		set_str(r, "resourceVersion", obj->rv, &rc);
 	if (rc) {
-		sf_buf_free(&b);
+		sf_jd_free(r);
 		return NULL;
 	}
-	return sf_buf_detach(&b, NULL);
+	return r;
 }
 
 /* k = uid US type US reason US action US note (note made valid), with
@@ -503,7 +542,7 @@ int sf_events_emit(sf_events *ev, const sf_obj *obj, const char *api_version, co
 	event_name(ev, obj->name, name, sizeof(name));
 	s->name = strdup(name);
 	s->ns = strdup(obj->ns);
-	s->regarding = regarding_json(obj, api_version, kind);
+	s->regarding = regarding_ref(obj, api_version, kind);
 	s->ev = ev;
 	s->first_ns = s->last_ns = sf_wall_ns();
 	s->seen_mono_ns = now_mono;
