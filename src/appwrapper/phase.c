@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "steadfast/awcomp.h"
+#include "steadfast/goparse.h"
 #include "steadfast/time.h"
 
 static const char *const phase_names[SF_AW_NPHASES] = {
