@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "steadfast/cache.h"
 #include "steadfast/log.h"
+#include "steadfast/rv.h"
 #include "steadfast/time.h"
 
 #define MAX_GATED 8

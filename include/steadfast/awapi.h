@@ -19,7 +19,7 @@
 #define SF_AW_CRD_NAME SF_AW_RESOURCE "." SF_AW_GROUP
 
 /* The AppWrapper resource (namespaced), an sf_gvr (client.h); defined in
- * controller.c. */
+ * api.c. */
 struct sf_gvr;
 extern const struct sf_gvr SF_GVR_APPWRAPPERS;
 

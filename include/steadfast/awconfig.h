@@ -120,15 +120,6 @@ int sf_awcfg_load_file(sf_aw_config *c, const char *path, char *err, size_t errl
  * resetPause <= resetPauseCeiling <= gracePeriodCeiling. 0 or -EINVAL. */
 int sf_awcfg_validate(const sf_aw_config *c, char *err, size_t errlen);
 
-/* Go's time.ParseDuration: "300ms", "-1.5h", "2h45m", "1µs"; "0" alone is
- * allowed. Returns 0 and nanoseconds, -EINVAL malformed, -ERANGE overflow.
- * (Go lets a sum of parts wrap past 2^64 and returns the wrapped value, e.g.
- * "9223372036854775808ns9223372036854775808ns" is 0; here it is -ERANGE.) */
-int sf_go_duration_parse(const char *s, int64_t *ns);
-/* Go's Duration.String: "1h2m3.5s", "90ms", "0s". Returns length written
- * or -ERANGE (buf too small; 32 bytes always suffice). */
-int sf_go_duration_format(int64_t ns, char *buf, size_t n);
-
 #define SF_AW_MAX_EXIT_CODES 32
 
 /* What one AppWrapper gets after its annotations are applied. Durations

@@ -42,30 +42,13 @@
 #include "steadfast/client.h"
 #include "steadfast/json.h"
 #include "steadfast/prom.h"
+#include "steadfast/rv.h" /* the resourceVersions the cache orders */
 
-/* ---- keys and resourceVersions ---- */
+/* ---- keys ---- */
 
 /* Writes "ns/name" (or "name" when ns is "" or NULL) into buf. Returns the
  * length, or -ERANGE if buf is too small. */
 int sf_cache_key(const char *ns, const char *name, char *buf, size_t cap);
-/* Compares two resourceVersions as unsigned decimal numbers (what etcd
- * revisions are): <0, 0, >0. "" (or NULL) sorts before everything; strings
- * that are not plain digits compare by length, then bytewise. */
-int sf_rv_cmp(const char *a, const char *b);
-/* 1 when rv is a canonical etcd revision: non-empty decimal digits with no
- * leading zero ("0" itself aside). */
-int sf_rv_canonical(const char *rv);
-/* The etcd revision a canonical resourceVersion names, into *out: 0,
- * -EINVAL (not canonical), -ERANGE (beyond 64 bits). Numbers order as
- * sf_rv_order orders their texts. */
-int sf_rv_number(const char *rv, uint64_t *out);
-/* Orders two resourceVersions *of the same resource* into *out (<0, 0,
- * >0), or refuses with -EINVAL when either is not canonical: the API only
- * promises that resourceVersions are opaque, so an ordering is taken only
- * from the form etcd produces, and never across resources. Callers must not
- * act on an order they were refused. */
-int sf_rv_order(const char *a, const char *b, int *out);
-
 /* ---- store ---- */
 
 typedef struct sf_store sf_store;

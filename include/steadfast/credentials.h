@@ -5,7 +5,7 @@
  * read again while the process runs:
  *   - a bearer token file (a projected ServiceAccount token, tokenFile),
  *     re-read when its mtime or size changes;
- *   - inline certificate data, decoded from base64 (GnuTLS's decoder) and
+ *   - inline certificate data, decoded from base64 (base64.h) and
  *     placed in sealed anonymous memory files (memfd) whose /proc/self/fd
  *     paths libcurl reads, since Debian's GnuTLS libcurl ignores blobs;
  *   - exec credential plugins (client.authentication.k8s.io/v1 and
@@ -45,12 +45,6 @@
 int sf_cred_has_ctl(const char *s);
 /* Trims ASCII whitespace at both ends, in place; returns s. */
 char *sf_cred_trim(char *s);
-
-/* base64 (standard alphabet, padded; whitespace ignored) into a malloc'd
- * buffer (NUL-terminated, *len without it). 0, -EINVAL malformed, -ENOMEM. */
-int sf_cred_b64_decode(const char *s, size_t n, unsigned char **out, size_t *len);
-/* base64 of p[0..n) appended NUL-terminated into a malloc'd string. */
-char *sf_cred_b64_encode(const void *p, size_t n);
 
 /* Puts data in a sealed memfd named label; *path is its /proc/self/fd/N
  * path (the caller's to free), *fd the descriptor to close. 0 or -errno. */

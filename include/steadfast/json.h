@@ -53,8 +53,9 @@ sf_jv sf_jv_get(sf_jv obj, const char *key);
 /* Element i of an array. */
 sf_jv sf_jv_at(sf_jv arr, size_t i);
 /* Follows a dotted path with optional [i] indexes: "spec.template.spec",
- * "spec.components[0].template", "items[3].metadata.name". Keys that
- * contain '.' or '[' (label keys) must be looked up with sf_jv_get. */
+ * "spec.components[0].template", "items[3].metadata.name" (the grammar:
+ * jpath.h). Keys that contain '.' or '[' (label keys) must be looked up
+ * with sf_jv_get. */
 sf_jv sf_jv_path(sf_jv v, const char *path);
 /* Number of elements or members; 0 for scalars. */
 size_t sf_jv_len(sf_jv v);

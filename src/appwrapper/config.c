@@ -4,8 +4,8 @@
  *
  * Steadfast reads the same operator config file as the upstream Go
  * controller and honours the same AppWrapper annotations, so this module
- * reproduces the Go behaviour those depend on: time.ParseDuration and
- * Duration.String byte for byte, strconv.Atoi, and the controller's rules
+ * reproduces the Go behaviour those depend on: Go's durations and
+ * strconv.Atoi (from goparse.c), and the controller's rules
  * for turning annotations into numbers (clamping to the grace period
  * ceiling, falling back to the config on malformed values, the successTTL
  * window, comma-split exit codes that silently drop junk).
@@ -27,227 +27,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "steadfast/goparse.h"
 #include "steadfast/yaml.h"
 
 #define NS_PER_MS INT64_C(1000000)
 #define MS_SEC INT64_C(1000)
 #define MS_MIN (60 * MS_SEC)
 #define MS_HOUR (60 * MS_MIN)
-#define TWO63 (UINT64_C(1) << 63)
 
 /* Largest config file we read: the real one is a few hundred bytes. */
 #define CONFIG_FILE_MAX (1024 * 1024)
-
-/* ---- Go time.ParseDuration / Duration.String ---- */
-
-static int is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/* Nanoseconds per unit, 0 if u is not one of Go's units. */
-static uint64_t unit_ns(const char *u, size_t n)
-{
-	static const struct {
-		const char *name;
-		uint64_t ns;
-	} units[] = {
-	    {"ns", 1},
-	    {"us", 1000},
-	    {"\xc2\xb5s", 1000}, /* U+00B5 micro sign */
-	    {"\xce\xbcs", 1000}, /* U+03BC Greek small letter mu */
-	    {"ms", 1000000},
-	    {"s", UINT64_C(1000000000)},
-	    {"m", UINT64_C(60000000000)},
-	    {"h", UINT64_C(3600000000000)},
-	};
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strlen(units[i].name) == n && memcmp(units[i].name, u, n) == 0)
-			return units[i].ns;
-	}
-	return 0;
-}
-
-/*
- * Length-aware so that a NUL inside an annotation value is an unknown unit,
- * as it is for Go, rather than the end of the string. One deliberate
- * difference: Go adds the per-number values in a uint64 that can wrap to a
- * small number ("9223372036854775808ns9223372036854775808ns" parses as 0);
- * here that is -ERANGE.
- */
-static int parse_duration_n(const char *s, size_t n, int64_t *out)
-{
-	const char *p = s, *end = s + n;
-	uint64_t d = 0;
-	int neg = 0;
-
-	if (p < end && (*p == '-' || *p == '+')) {
-		neg = *p == '-';
-		p++;
-	}
-	if (end - p == 1 && *p == '0') {
-		*out = 0;
-		return 0;
-	}
-	if (p == end)
-		return -EINVAL;
-	while (p < end) {
-		uint64_t v = 0, f = 0;
-		double scale = 1;
-
-		if (!(*p == '.' || is_digit(*p)))
-			return -EINVAL;
-		/* integer part, [0-9]* */
-		const char *q = p;
-		for (; p < end && is_digit(*p); p++) {
-			if (v > TWO63 / 10)
-				return -ERANGE;
-			v = v * 10 + (uint64_t)(*p - '0');
-			if (v > TWO63)
-				return -ERANGE;
-		}
-		int pre = p != q;
-		/* fraction, (\.[0-9]*)?: extra digits only lose precision */
-		int post = 0;
-		if (p < end && *p == '.') {
-			p++;
-			q = p;
-			int ovf = 0;
-			for (; p < end && is_digit(*p); p++) {
-				if (ovf)
-					continue;
-				if (f > (TWO63 - 1) / 10) {
-					ovf = 1;
-					continue;
-				}
-				uint64_t y = f * 10 + (uint64_t)(*p - '0');
-				if (y > TWO63) {
-					ovf = 1;
-					continue;
-				}
-				f = y;
-				scale *= 10;
-			}
-			post = p != q;
-		}
-		if (!pre && !post)
-			return -EINVAL; /* ".s", "-.s" */
-		/* unit: everything up to the next '.' or digit */
-		q = p;
-		while (p < end && *p != '.' && !is_digit(*p))
-			p++;
-		if (p == q)
-			return -EINVAL; /* missing unit */
-		uint64_t unit = unit_ns(q, (size_t)(p - q));
-		if (!unit)
-			return -EINVAL;
-		if (v > TWO63 / unit)
-			return -ERANGE;
-		v *= unit;
-		if (f > 0) {
-			/* the same double arithmetic as Go, for identical rounding */
-			v += (uint64_t)((double)f * ((double)unit / scale));
-			if (v > TWO63)
-				return -ERANGE;
-		}
-		if (v > TWO63 - d)
-			return -ERANGE;
-		d += v;
-	}
-	if (neg) {
-		*out = d == TWO63 ? INT64_MIN : -(int64_t)d;
-		return 0;
-	}
-	if (d > (uint64_t)INT64_MAX)
-		return -ERANGE;
-	*out = (int64_t)d;
-	return 0;
-}
-
-int sf_go_duration_parse(const char *s, int64_t *ns)
-{
-	if (!s)
-		return -EINVAL;
-	return parse_duration_n(s, strlen(s), ns);
-}
-
-/* Writes v's decimal digits ending just before w; returns the new start. */
-static char *put_uint(char *w, uint64_t v)
-{
-	do {
-		*--w = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return w;
-}
-
-/* v / 10^prec as ".ddd" without trailing zeros (nothing if the fraction is
- * zero) ending just before *w; *v becomes the integer part. */
-static char *put_frac(char *w, uint64_t *v, int prec)
-{
-	int print = 0;
-	for (int i = 0; i < prec; i++) {
-		uint64_t digit = *v % 10;
-		print = print || digit != 0;
-		if (print)
-			*--w = (char)('0' + digit);
-		*v /= 10;
-	}
-	if (print)
-		*--w = '.';
-	return w;
-}
-
-int sf_go_duration_format(int64_t ns, char *buf, size_t n)
-{
-	char tmp[32];
-	char *end = tmp + sizeof(tmp), *w = end;
-	int neg = ns < 0;
-	uint64_t u = neg ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-
-	*--w = 's';
-	if (u < UINT64_C(1000000000)) {
-		int prec;
-		if (u == 0) {
-			*--w = '0';
-			goto out;
-		} else if (u < 1000) {
-			prec = 0;
-			*--w = 'n';
-		} else if (u < 1000000) {
-			prec = 3;
-			*--w = '\xb5'; /* U+00B5, as Go writes it */
-			*--w = '\xc2';
-		} else {
-			prec = 6;
-			*--w = 'm';
-		}
-		w = put_frac(w, &u, prec);
-		w = put_uint(w, u);
-	} else {
-		w = put_frac(w, &u, 9);
-		w = put_uint(w, u % 60); /* seconds */
-		u /= 60;
-		if (u > 0) {
-			*--w = 'm';
-			w = put_uint(w, u % 60);
-			u /= 60;
-			if (u > 0) {
-				*--w = 'h';
-				w = put_uint(w, u);
-			}
-		}
-	}
-	if (neg)
-		*--w = '-';
-out:;
-	size_t len = (size_t)(end - w);
-	if (!buf || len >= n)
-		return -ERANGE;
-	memcpy(buf, w, len);
-	buf[len] = '\0';
-	return (int)len;
-}
 
 /* Milliseconds as a Go duration string, for messages. */
 static const char *fmt_ms(int64_t ms, char buf[32])
@@ -257,35 +46,6 @@ static const char *fmt_ms(int64_t ms, char buf[32])
 	else
 		sf_go_duration_format(ms * NS_PER_MS, buf, 32);
 	return buf;
-}
-
-/* ---- Go strconv.Atoi (64-bit int) ---- */
-
-static int go_atoi_n(const char *s, size_t n, int64_t *out)
-{
-	const char *p = s, *end = s + n;
-	int neg = 0;
-	if (p < end && (*p == '+' || *p == '-')) {
-		neg = *p == '-';
-		p++;
-	}
-	if (p == end)
-		return -EINVAL;
-	uint64_t limit = neg ? TWO63 : TWO63 - 1, acc = 0;
-	int range = 0;
-	for (; p < end; p++) {
-		if (!is_digit(*p))
-			return -EINVAL;
-		uint64_t dgt = (uint64_t)(*p - '0');
-		if (range || acc > (limit - dgt) / 10)
-			range = 1;
-		else
-			acc = acc * 10 + dgt;
-	}
-	if (range)
-		return -ERANGE;
-	*out = neg ? (acc == TWO63 ? INT64_MIN : -(int64_t)acc) : (int64_t)acc;
-	return 0;
 }
 
 /* ---- defaults and validation ---- */
@@ -590,7 +350,7 @@ static int load_duration(loader *ld, sf_jv v, int64_t *ms)
 			sf_errf(ld->err, ld->errlen, "%s: out of memory", ld->path);
 			return -ENOMEM;
 		}
-		int rc = parse_duration_n(val, (size_t)len, &ns);
+		int rc = sf_go_duration_parse_n(val, (size_t)len, &ns);
 		if (rc < 0)
 			sf_errf(ld->err, ld->errlen, "%s: invalid duration \"%.*s\"%s", ld->path,
 			        (int)(len > 64 ? 64 : len), val,
@@ -1013,7 +773,7 @@ static int annot_duration(sf_jv ann, const char *name, sf_aw_settings *out, int6
 	if (len == -2) {
 		warn(out, name, NULL, -1, "not a string; using default");
 	} else if (len >= 0) {
-		int rc = parse_duration_n(val, (size_t)len, ns);
+		int rc = sf_go_duration_parse_n(val, (size_t)len, ns);
 		if (rc == 0)
 			ok = 1;
 		else
@@ -1057,7 +817,7 @@ static void exit_codes(sf_jv ann, const char *name, int *codes, int *n, sf_aw_se
 		const char *comma = memchr(p, ',', (size_t)(end - p));
 		const char *e = comma ? comma : end;
 		int64_t x;
-		if (go_atoi_n(p, (size_t)(e - p), &x) < 0 || x < INT32_MIN || x > INT32_MAX) {
+		if (sf_go_atoi(p, (size_t)(e - p), &x) < 0 || x < INT32_MIN || x > INT32_MAX) {
 			/* upstream drops these silently; an exit code beyond
 			 * int32 could never match a container's anyway */
 			warn(out, name, p, e - p, "entry ignored:");
@@ -1096,7 +856,7 @@ void sf_aw_settings_resolve(const sf_aw_config *c, sf_jv annotations, sf_aw_sett
 		if (len == -2) {
 			warn(out, "retryLimit", NULL, -1, "not a string; using default");
 		} else if (len >= 0) {
-			if (go_atoi_n(val, (size_t)len, &x) == 0)
+			if (sf_go_atoi(val, (size_t)len, &x) == 0)
 				out->retry_limit = wrap_int32(x);
 			else
 				warn(out, "retryLimit", val, len,

@@ -24,8 +24,6 @@
 
 #include "steadfast/log.h"
 
-const sf_gvr SF_GVR_APPWRAPPERS = {SF_AW_GROUP, SF_AW_VERSION, SF_AW_RESOURCE, 1};
-
 #define FIELD_MANAGER "steadfast"
 
 /* upper bounds in seconds of the reconcile time histogram */

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "steadfast/awcomp.h"
+#include "steadfast/goparse.h"
 #include "steadfast/time.h"
 
 #include "phase_step.h"

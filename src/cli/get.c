@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "steadfast/awapi.h"
 #include "steadfast/cli.h"
-#include "steadfast/controller.h"
 
 typedef struct get_ctx {
 	int done, rc;

@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "steadfast/base64.h"
 #include "steadfast/buf.h"
 #include "steadfast/credentials.h"
 #include "steadfast/json.h"
@@ -404,7 +405,7 @@ static int get_data(struct kc_parse *p, sf_jv map, const char *key, const char *
 	int rc = get_str(p, map, key, path, &s);
 	if (rc || !s)
 		return rc;
-	rc = sf_cred_b64_decode(s, strlen(s), &out->data, &out->len);
+	rc = sf_b64_decode(s, strlen(s), &out->data, &out->len);
 	free(s);
 	if (rc == -EINVAL)
 		return perr(p, rc, "%s.%s: invalid base64", path, key);
@@ -1126,7 +1127,7 @@ static int exec_info(const sf_kube_config *c, const struct kc_cluster *cl, const
 			cal = ca.len;
 		}
 		if (cad) {
-			char *enc = sf_cred_b64_encode(cad, cal);
+			char *enc = sf_b64_encode(cad, cal);
 			rc |= enc ? 0 : -ENOMEM;
 			rc |= sf_buf_puts(&b, ",\"certificate-authority-data\":");
 			rc |= sf_buf_put_json_str(&b, enc ? enc : "", enc ? strlen(enc) : 0);

@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gnutls/gnutls.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <signal.h>
@@ -63,53 +62,6 @@ char *sf_cred_trim(char *s)
 		i++;
 	if (i)
 		memmove(s, s + i, n - i + 1);
-	return s;
-}
-
-/* --- base64 ---------------------------------------------------------------------- */
-
-int sf_cred_b64_decode(const char *s, size_t n, unsigned char **out, size_t *len)
-{
-	*out = NULL;
-	*len = 0;
-	/* whitespace anywhere is ignored (wrapped values); GnuTLS decodes */
-	char *clean = malloc(n + 1);
-	if (!clean)
-		return -ENOMEM;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!is_space((unsigned char)s[i]))
-			clean[k++] = s[i];
-	gnutls_datum_t in = {(unsigned char *)clean, (unsigned int)k}, dec = {NULL, 0};
-	int rc = k ? gnutls_base64_decode2(&in, &dec) : 0;
-	free(clean);
-	if (rc == GNUTLS_E_MEMORY_ERROR)
-		return -ENOMEM;
-	if (rc < 0)
-		return -EINVAL;
-	unsigned char *o = malloc((size_t)dec.size + 1);
-	if (!o) {
-		gnutls_free(dec.data);
-		return -ENOMEM;
-	}
-	if (dec.size)
-		memcpy(o, dec.data, dec.size);
-	o[dec.size] = '\0';
-	gnutls_free(dec.data);
-	*out = o;
-	*len = dec.size;
-	return 0;
-}
-
-char *sf_cred_b64_encode(const void *p, size_t n)
-{
-	gnutls_datum_t in = {(unsigned char *)(uintptr_t)p, (unsigned int)n}, enc = {NULL, 0};
-	if (!n)
-		return strdup("");
-	if (gnutls_base64_encode2(&in, &enc) < 0)
-		return NULL;
-	char *s = strndup((const char *)enc.data, enc.size);
-	gnutls_free(enc.data);
 	return s;
 }
 

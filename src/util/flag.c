@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "steadfast/awconfig.h"
+#include "steadfast/goparse.h"
 
 void sf_flag_init(sf_flagset *fs, const char *prog, const char *cmd, const char *synopsis,
                   const char *about)

@@ -38,6 +38,8 @@
 
 #include <yajl/yajl_parse.h>
 
+#include "steadfast/jpath.h"
+
 #define SMALL_OBJ 16 /* members up to which objects are scanned, not sorted */
 #define NPOS ((size_t)-1)
 
@@ -766,43 +768,19 @@ int sf_jd_remove(sf_jd *arr, size_t i)
 
 sf_jd *sf_jd_path(const sf_jd *root, const char *path)
 {
-	const char *s = path;
-	const sf_jd *n = root;
-	if (!s)
+	if (!path)
 		return NULL;
-	while (*s && n) {
-		size_t k = strcspn(s, ".[");
-		if (k) {
-			n = get_n(n, s, k);
-			s += k;
-		} else if (*s != '[') {
-			return NULL; /* empty key */
-		}
-		while (*s == '[') {
-			s++;
-			if (*s < '0' || *s > '9')
-				return NULL;
-			size_t i = 0;
-			for (; *s >= '0' && *s <= '9'; s++) {
-				size_t d = (size_t)(*s - '0');
-				if (i > (SIZE_MAX - d) / 10)
-					return NULL;
-				i = i * 10 + d;
-			}
-			if (*s != ']')
-				return NULL;
-			s++;
-			n = n && n->type == SF_JSON_ARRAY ? sf_jd_at(n, i, NULL) : NULL;
-		}
-		if (*s == '.') {
-			s++;
-			if (!*s)
-				return NULL;
-		} else if (*s) {
-			return NULL;
-		}
+	sf_jpath p = sf_jpath_init(path);
+	sf_jpath_step st;
+	const sf_jd *n = root;
+	int rc = 0;
+	while (n && (rc = sf_jpath_next(&p, &st)) > 0) {
+		if (st.key)
+			n = get_n(n, st.key, st.len);
+		else
+			n = n->type == SF_JSON_ARRAY ? sf_jd_at(n, st.index, NULL) : NULL;
 	}
-	return (sf_jd *)n;
+	return rc < 0 ? NULL : (sf_jd *)n;
 }
 
 /* ---- equality ---- */

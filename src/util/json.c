@@ -21,6 +21,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "steadfast/intern.h"
+#include "steadfast/jpath.h"
 
 /* ---- scanning ---- */
 
@@ -407,42 +408,14 @@ sf_jv sf_jv_get(sf_jv obj, const char *key)
 
 sf_jv sf_jv_path(sf_jv v, const char *path)
 {
-	const char *s = path;
-	if (!s)
+	if (!path)
 		return SF_JV_NONE;
-	while (*s && sf_jv_ok(v)) {
-		size_t k = strcspn(s, ".[");
-		if (k) {
-			v = get_n(v, s, k);
-			s += k;
-		} else if (*s != '[') {
-			return SF_JV_NONE; /* empty key */
-		}
-		while (*s == '[') {
-			s++;
-			if (*s < '0' || *s > '9')
-				return SF_JV_NONE;
-			size_t i = 0;
-			for (; *s >= '0' && *s <= '9'; s++) {
-				size_t d = (size_t)(*s - '0');
-				if (i > (SIZE_MAX - d) / 10)
-					return SF_JV_NONE;
-				i = i * 10 + d;
-			}
-			if (*s != ']')
-				return SF_JV_NONE;
-			s++;
-			v = sf_jv_at(v, i);
-		}
-		if (*s == '.') {
-			s++;
-			if (!*s)
-				return SF_JV_NONE;
-		} else if (*s) {
-			return SF_JV_NONE;
-		}
-	}
-	return v;
+	sf_jpath p = sf_jpath_init(path);
+	sf_jpath_step st;
+	int rc = 0;
+	while (sf_jv_ok(v) && (rc = sf_jpath_next(&p, &st)) > 0)
+		v = st.key ? get_n(v, st.key, st.len) : sf_jv_at(v, st.index);
+	return rc < 0 ? SF_JV_NONE : v;
 }
 
 /* ---- scalars ---- */

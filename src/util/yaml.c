@@ -26,7 +26,8 @@
  *    and 'no' become booleans); ""/~/null/Null/NULL are null;
  *  - plain scalars starting with a digit or sign, underscores removed, are
  *    parsed as Go's strconv.ParseInt(s, 0, 64) does (0x, 0o, 0b prefixes and
- *    a leading 0 for octal), then ParseUint (up to 2^64-1), then as a float
+ *    a leading 0 for octal), then ParseUint (up to 2^64-1), both goparse.c's,
+ *    then as a float
  *    if they match [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?; so a
  *    decimal integer beyond 64 bits becomes a float64, written as encoding/
  *    json writes floats (shortest round-trip digits, exponent form below
@@ -82,6 +83,7 @@
 #include <yaml.h>
 
 #include "steadfast/buf.h"
+#include "steadfast/goparse.h"
 #include "steadfast/strmap.h"
 
 #define YAML_DEFAULT_MAX_OUT ((size_t)64 * 1024 * 1024)
@@ -289,69 +291,6 @@ static int digit_val(char ch)
 	return 99;
 }
 
-/* Base of a Go integer literal with base 0 and where its digits start:
- * 0b/0o/0x (with at least one more byte), a leading 0 for octal, else 10. */
-static unsigned go_base(const char *s, size_t n, size_t *start)
-{
-	*start = 0;
-	if (n && s[0] == '0') {
-		char p = n >= 3 ? (char)(s[1] | 0x20) : 0;
-		*start = 2;
-		if (p == 'b')
-			return 2;
-		if (p == 'o')
-			return 8;
-		if (p == 'x')
-			return 16;
-		*start = 1;
-		return 8;
-	}
-	return 10;
-}
-
-/* strconv.ParseUint(s, 0, 64): 0, -EINVAL (syntax) or -ERANGE. Like Go, it
- * reports the overflow as soon as it happens. */
-static int go_parse_uint(const char *s, size_t n, uint64_t *out)
-{
-	if (!n)
-		return -EINVAL;
-	size_t i;
-	unsigned base = go_base(s, n, &i);
-	uint64_t v = 0;
-	for (; i < n; i++) {
-		int d = digit_val(s[i]);
-		if (d >= (int)base)
-			return -EINVAL;
-		if (v > (UINT64_MAX - (unsigned)d) / base)
-			return -ERANGE;
-		v = v * base + (unsigned)d;
-	}
-	*out = v;
-	return 0;
-}
-
-/* strconv.ParseInt(s, 0, 64). */
-static int go_parse_int(const char *s, size_t n, int64_t *out)
-{
-	int neg = 0;
-	if (n && (s[0] == '+' || s[0] == '-')) {
-		neg = s[0] == '-';
-		s++;
-		n--;
-	}
-	uint64_t u;
-	int rc = go_parse_uint(s, n, &u);
-	if (rc)
-		return rc;
-	if (u > (uint64_t)INT64_MAX + (neg ? 1 : 0))
-		return -ERANGE;
-	if (neg)
-		*out = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
-	else
-		*out = (int64_t)u;
-	return 0;
-}
-
 /* ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ (yamlStyleFloat). */
 static int float_syntax(const char *s, size_t n)
 {
@@ -517,12 +456,12 @@ static int resolve_number(struct conv *c, const struct scalar *s, enum ytag tag,
 	}
 	const char *p = c->tmp.data ? c->tmp.data : "";
 	size_t n = c->tmp.len;
-	if (go_parse_int(p, n, &r->i) == 0) {
+	if (sf_go_parse_int(p, n, 0, &r->i) == 0) {
 		r->t = T_INT;
 		r->ik = INT_S64;
 		return 0;
 	}
-	if (go_parse_uint(p, n, &r->u) == 0) {
+	if (sf_go_parse_uint(p, n, 0, &r->u) == 0) {
 		r->t = T_INT;
 		r->ik = INT_U64;
 		return 0;
