@@ -48,6 +48,7 @@
 #include "steadfast/log.h"
 #include "steadfast/time.h"
 #include "tl.h"
+#include "tl_audit.h"
 #include "tl_aw.h"
 #include "tl_ctl.h"
 
@@ -801,20 +802,22 @@ static long long patch_lease(tl_kube *k, const char *ns, int i)
 	return v;
 }
 
-/* Audit lines of the controller's lists of `resource`: LISTs, and watches
- * with sendInitialEvents (WatchList) when they open. */
-static int controller_lists(const char *audit, const char *resource)
+/* Audit lines of the controllers' lists of `resource` after mark m:
+ * LISTs, and watches with sendInitialEvents (WatchList) when they open. */
+static int controller_lists(const tl_audit_mark *m, const char *resource)
 {
-	sf_buf out;
-	sf_buf_init(&out, 0);
-	int st = tl_sh(&out,
-	               "grep -E '\"stage\":\"ResponseComplete\".*\"verb\":\"list\"|"
-	               "\"stage\":\"ResponseStarted\".*sendInitialEvents=true' '%s' "
-	               "| grep -F 'appwrapper-controller' | grep -cF '\"resource\":\"%s\"'",
-	               audit, resource);
-	int n = st >= 0 ? atoi(out.data ? out.data : "0") : -1;
-	sf_buf_free(&out);
-	return n;
+	tl_audit_query q = {.text = "appwrapper-controller"};
+	tl_audit_req *v = NULL;
+	size_t n = tl_audit_select(m, &q, &v);
+	int lists = 0;
+	for (size_t i = 0; i < n; i++)
+		lists += strcmp(v[i].resource, resource) == 0 &&
+		         ((strcmp(v[i].stage, "ResponseComplete") == 0 &&
+		           strcmp(v[i].verb, "list") == 0) ||
+		          (strcmp(v[i].stage, "ResponseStarted") == 0 &&
+		           strstr(v[i].uri, "sendInitialEvents=true") != NULL));
+	free(v);
+	return lists;
 }
 
 /* A control plane of its own (LEASE_ETCD=true test/cluster/up.sh), stopped
@@ -852,6 +855,8 @@ Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
 	             0, "LEASE_ETCD=true up.sh failed: see %s.log", SPLIT_DIR);
 	snprintf(kc, sizeof(kc), "%s/admin.kubeconfig", SPLIT_DIR);
 	snprintf(audit, sizeof(audit), "%s/audit.log", SPLIT_DIR);
+	tl_audit_mark split_log; /* the whole audit log of that control plane */
+	tl_audit_mark_start(&split_log, audit);
 	tl_kube_open(&k2, kc, NULL);
 	k2_open = 1;
 	tl_aw_install_crd(&k2);
@@ -901,8 +906,8 @@ Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
 	if (tl_ctl_wait_log(&k2.loop, c, "\"msg\":\"reconciling\"", 0, 30000) < 0)
 		cr_assert_fail("the leader never started reconciling in 30 s (lease rv %lld, main "
 		               "rv %lld); its LISTs meanwhile: %d of appwrappers, %d of pods",
-		               lrv, main_rv(&k2, ns), controller_lists(audit, "appwrappers"),
-		               controller_lists(audit, "pods"));
+		               lrv, main_rv(&k2, ns), controller_lists(&split_log, "appwrappers"),
+		               controller_lists(&split_log, "pods"));
 	int64_t t0 = sf_mono_ns();
 	snprintf(
 	    body, sizeof(body),
@@ -928,8 +933,8 @@ Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
 			tl_run_until_fn(&k2.loop, never, NULL, 50);
 	}
 	double s = (double)(sf_mono_ns() - t0) / 1e9;
-	int aw_lists = controller_lists(audit, "appwrappers");
-	int pod_lists = controller_lists(audit, "pods");
+	int aw_lists = controller_lists(&split_log, "appwrappers");
+	int pod_lists = controller_lists(&split_log, "pods");
 	fprintf(stderr,
 	        "leases on their own etcd (lease rv %lld, main rv %lld): Suspended %.2f s after "
 	        "creation; controller LISTs: %d appwrappers, %d pods\n",
@@ -978,32 +983,6 @@ static void create_kind_aw(const char *name, const char *api, const char *kind)
 	tl_aw_create(&W, body);
 }
 
-/* Lists (LISTs and WatchLists, as controller_lists counts them) of
- * `resource` by the controllers after audit line `from`. */
-static int lists_after(const char *resource, long from)
-{
-	sf_buf out;
-	sf_buf_init(&out, 0);
-	int st = tl_sh(&out,
-	               "tail -n +%ld '%s' | grep -E '\"stage\":\"ResponseComplete\".*\"verb\":"
-	               "\"list\"|\"stage\":\"ResponseStarted\".*sendInitialEvents=true' | grep "
-	               "-F 'appwrapper-controller' | grep -cF '\"resource\":\"%s\"'",
-	               from + 1, tl_env("STEADFAST_AUDIT_LOG"), resource);
-	int n = st >= 0 ? atoi(out.data ? out.data : "0") : -1;
-	sf_buf_free(&out);
-	return n;
-}
-
-static long audit_lines(void)
-{
-	sf_buf out;
-	sf_buf_init(&out, 0);
-	tl_sh(&out, "wc -l < '%s'", tl_env("STEADFAST_AUDIT_LOG"));
-	long n = atol(out.data ? out.data : "0");
-	sf_buf_free(&out);
-	return n;
-}
-
 Test(evidence, a_standby_takes_over_with_warm_component_caches)
 {
 	tl_ctl *a = controller("leader");
@@ -1037,7 +1016,8 @@ Test(evidence, a_standby_takes_over_with_warm_component_caches)
 		cr_assert_geq(tl_ctl_wait_log(&K.loop, b, needle, 0, 20000), 0,
 		              "the standby never listed %s", resources[i]);
 	}
-	long mark = audit_lines();
+	tl_audit_mark mark;
+	tl_audit_mark_now(&mark);
 	size_t from = tl_ctl_nlines(b);
 	tl_ctl_signal(a, SIGKILL);
 	cr_assert_geq(tl_ctl_wait_log(&K.loop, b, "became leader", from, 30000), 0);
@@ -1051,7 +1031,7 @@ Test(evidence, a_standby_takes_over_with_warm_component_caches)
 	tl_aw_wait_phase(&W, "wk-deploy", "Suspended", 20000);
 	int total = 0;
 	for (size_t i = 0; i < 4; i++) {
-		int l = lists_after(resources[i], mark);
+		int l = controller_lists(&mark, resources[i]);
 		cr_assert_geq(l, 0);
 		total += l;
 		fprintf(stderr, "failover: %d LISTs of %s by the new leader\n", l, resources[i]);
