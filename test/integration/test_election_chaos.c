@@ -33,7 +33,7 @@
 #include "steadfast/client.h"
 #include "steadfast/time.h"
 #include "tcpproxy.h"
-#include "test_election_lib.h"
+#include "elect_proc.h"
 #include "tl.h"
 #include "tl_audit.h"
 
