@@ -468,15 +468,16 @@ Test(evidence, a_pod_replaced_long_after_deployment_does_not_reset)
 Test(evidence, a_pod_the_cache_has_not_seen_gets_the_warmup_grace)
 {
 	const char *env[] = {"STEADFAST_FAULT_POD_WATCH_DELAY_MS=25000", NULL};
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "podlag", .env = env,
-	                 .faults = 1};
+	tl_ctl_opts o = {
+	    .ns = NS, .lease = "steadfast-test", .id = "podlag", .env = env, .faults = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
 	graced_job_running("lagp", "1h", "2s");
 	int64_t running_at = sf_mono_ns();
 	char pod[254];
 	tl_aw_wait_pod(&W, "lagp", pod, sizeof(pod), 20000); /* the test's own watch */
-	cr_assert_eq(tl_ctl_count(c, "\"msg\":\"fault injection: watch events are applied late\"", 0),
-	             1, "the pod watch was not delayed");
+	cr_assert_eq(
+	    tl_ctl_count(c, "\"msg\":\"fault injection: watch events are applied late\"", 0), 1,
+	    "the pod watch was not delayed");
 	/* until the pod's event reaches its cache (25 s after it arrived) */
 	long left = 22000 - (long)((sf_mono_ns() - running_at) / 1000000);
 	if (left > 0)
@@ -563,8 +564,8 @@ Test(evidence, a_standby_with_a_stale_job_cache_creates_after_a_reset, .timeout 
 	/* the standby lists the Jobs now (U1 in it); later events reach its
 	 * cache 120 s late */
 	const char *env[] = {"STEADFAST_FAULT_COMPONENT_WATCH_DELAY_MS=120000", NULL};
-	tl_ctl_opts bo = {.ns = NS, .lease = "steadfast-test", .id = "stale-b", .env = env,
-	                  .faults = 1};
+	tl_ctl_opts bo = {
+	    .ns = NS, .lease = "steadfast-test", .id = "stale-b", .env = env, .faults = 1};
 	tl_ctl *b = tl_ctl_start(&K.loop, &bo);
 	int port = tl_ctl_port(&K.loop, b, "metrics");
 	int held = 0;
@@ -587,7 +588,8 @@ Test(evidence, a_standby_with_a_stale_job_cache_creates_after_a_reset, .timeout 
 	if (tl_run_until_fn(&K.loop, job_other_uid, &u2, 60000) != 0) {
 		tl_aw_dump(&W, "stale");
 		tl_ctl_dump(b, 40);
-		cr_assert_fail("the new leader never created the Job (phase %s)", phase_of("stale"));
+		cr_assert_fail("the new leader never created the Job (phase %s)",
+		               phase_of("stale"));
 	}
 	/* (its log line may come a moment after the test's own watch saw the Job) */
 	cr_assert_geq(tl_ctl_wait_log(&K.loop, b, "\"msg\":\"component created\"", 0, 10000), 0,
@@ -640,8 +642,8 @@ static long live_pods_of(const char *aw)
 Test(evidence, preemption_keeps_the_quota_while_pods_the_cache_missed_remain, .timeout = 240)
 {
 	const char *env[] = {"STEADFAST_FAULT_POD_WATCH_DELAY_MS=60000", NULL};
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "podgone", .env = env,
-	                 .faults = 1};
+	tl_ctl_opts o = {
+	    .ns = NS, .lease = "steadfast-test", .id = "podgone", .env = env, .faults = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
 	tl_aw_create(&W,
 	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
@@ -699,11 +701,12 @@ static int aw_gone_from_cache(void *ud)
  * for good). Found by the model checker. */
 Test(evidence, an_appwrapper_deleted_before_its_first_reconcile_goes)
 {
-	tl_aw_create(&W, "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
-	                 "\"metadata\":{\"name\":\"early\",\"finalizers\":[\"" SF_AW_FINALIZER
-	                 "\"]},\"spec\":{\"suspend\":true,\"components\":[{\"template\":{"
-	                 "\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"early-pod\"},"
-	                 "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"early\",\"finalizers\":[\"" SF_AW_FINALIZER
+	             "\"]},\"spec\":{\"suspend\":true,\"components\":[{\"template\":{"
+	             "\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"early-pod\"},"
+	             "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
 	cr_assert_eq(tl_aw_req(&W, "DELETE", &SF_GVR_APPWRAPPERS, "early", NULL, NULL), 200);
 	/* the finalizer holds it */
 	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_APPWRAPPERS, "early", NULL, NULL), 200);

@@ -108,9 +108,9 @@ typedef struct track {
 	int missing;            /* Unhealthy with reason MissingComponent seen */
 	int resetting;          /* phase Resetting seen */
 	int running_after_reset;
-	int succeeded;          /* phase Succeeded seen */
-	tl_res job_at_success;  /* GET of its Job sent when Succeeded was first seen */
-	char job_uids[4][64];   /* the distinct UIDs of its Jobs */
+	int succeeded;         /* phase Succeeded seen */
+	tl_res job_at_success; /* GET of its Job sent when Succeeded was first seen */
+	char job_uids[4][64];  /* the distinct UIDs of its Jobs */
 	int njob_uids;
 	int wl_admitted; /* Workload seen QuotaReserved and Admitted */
 	int wl_lost;     /* then seen without either before Finished */
@@ -187,8 +187,8 @@ static void track_wl(sf_obj *o)
 		t->wl_admitted = 1;
 	else if (t->wl_admitted && !t->wl_finished) {
 		if (!t->wl_lost)
-			snprintf(t->wl_lost_conds, sizeof(t->wl_lost_conds), "%.*s",
-			         (int)conds.n, conds.p ? conds.p : "");
+			snprintf(t->wl_lost_conds, sizeof(t->wl_lost_conds), "%.*s", (int)conds.n,
+			         conds.p ? conds.p : "");
 		t->wl_lost++;
 	}
 }
@@ -1457,10 +1457,11 @@ Test(kueue, k_kueue_defaults_the_queue_to_the_local_queue_named_default)
 {
 	queues("", 4, 0, "");
 	char y[512], lq[] = "default";
-	snprintf(y, sizeof(y),
-	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: default\n"
-	         "spec:\n  clusterQueue: %s-cq\n",
-	         NS);
+	snprintf(
+	    y, sizeof(y),
+	    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: default\n"
+	    "spec:\n  clusterQueue: %s-cq\n",
+	    NS);
 	apply(y);
 	for (long ms = 30000;; ms -= 200) {
 		sf_obj *o = get_obj(&GVR_LOCALQUEUES, lq);

@@ -907,15 +907,16 @@ static size_t audit_writes(const tl_audit_mark *m, areq **out)
 static void sleeper_aw(const char *ns, const char *name, const char *image)
 {
 	char aw[2048];
-	snprintf(aw, sizeof(aw),
-	         "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
-	         "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"components\":[{"
-	         "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
-	         "\"spec\":{\"nodeName\":\"%s\",\"restartPolicy\":\"Never\","
-	         "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\",\"image\":"
-	         "\"%s\",\"imagePullPolicy\":\"Never\",\"command\":[\"/bin/busybox\",\"sleep\","
-	         "\"3600\"]}]}}}]}}",
-	         name, ns, name, NODE, image);
+	snprintf(
+	    aw, sizeof(aw),
+	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"components\":[{"
+	    "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
+	    "\"spec\":{\"nodeName\":\"%s\",\"restartPolicy\":\"Never\","
+	    "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\",\"image\":"
+	    "\"%s\",\"imagePullPolicy\":\"Never\",\"command\":[\"/bin/busybox\",\"sleep\","
+	    "\"3600\"]}]}}}]}}",
+	    name, ns, name, NODE, image);
 	tl_aw_create(&W, aw);
 }
 
@@ -924,8 +925,8 @@ static void aw_state(const char *ns, const char *n, char *phase, size_t pn, int6
                      char *uid, size_t un)
 {
 	char path[256];
-	snprintf(path, sizeof(path), "/apis/workload.codeflare.dev/v1beta2/namespaces/%s/appwrappers/%s",
-	         ns, n);
+	snprintf(path, sizeof(path),
+	         "/apis/workload.codeflare.dev/v1beta2/namespaces/%s/appwrappers/%s", ns, n);
 	sf_obj *o = get_obj(path);
 	cr_assert_not_null(o, "AppWrapper %s is gone", n);
 	phase[0] = 0;
@@ -973,7 +974,8 @@ Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
 		int64_t resets;
 		int64_t t0 = sf_mono_ns();
 		do {
-			aw_state(ns, names[i], phase, sizeof(phase), &resets, uids[i], sizeof(uids[i]));
+			aw_state(ns, names[i], phase, sizeof(phase), &resets, uids[i],
+			         sizeof(uids[i]));
 			if (uids[i][0])
 				break;
 			pause_ms(200);
@@ -1065,8 +1067,9 @@ Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
 	for (size_t i = 0; i < nl; i++)
 		for (size_t j = 0; j < nl; j++)
 			if (i != j)
-				cr_assert(lead[i].last < lead[j].first || lead[j].last < lead[i].first,
-				          "leaderships of %s and %s overlap", lead[i].who, lead[j].who);
+				cr_assert(
+				    lead[i].last < lead[j].first || lead[j].last < lead[i].first,
+				    "leaderships of %s and %s overlap", lead[i].who, lead[j].who);
 	size_t others = 0;
 	for (size_t i = 0; i < na; i++) {
 		if (a[i].lease)
@@ -1081,8 +1084,9 @@ Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
 		          "%s %s/%s by %s outside its leadership", a[i].verb, a[i].res, a[i].name,
 		          a[i].who);
 	}
-	fprintf(stderr, "node: audit: %zu successful writes by replicas, %zu Lease writers, all "
-	                "inside their holder's leadership\n",
+	fprintf(stderr,
+	        "node: audit: %zu successful writes by replicas, %zu Lease writers, all "
+	        "inside their holder's leadership\n",
 	        na, nl);
 	(void)others;
 	free(a);
