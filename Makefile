@@ -252,8 +252,10 @@ fuzz-regress: fuzz-build
 lint:
 	@tools/lint.sh
 
+# The files lint checks (tools/lint.sh --files): every .c and .h of src/,
+# election/, include/ and the tests.
 format:
-	clang-format -i $(LIB_SRCS) $(MAIN_SRC) include/steadfast/*.h $(UNIT_SRCS) $(INTEG_SRCS)
+	tools/lint.sh --files | xargs clang-format -i
 
 BENCH_BINS := $(O)/bench/informer-bench $(O)/bench/loader $(O)/bench/awload
 $(O)/bench/informer-bench: $(O)/bench/informer_bench.o $(LIB)

@@ -46,32 +46,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (have_d) {
 		char err[256];
 		int stale = 0;
-		int rc = sf_admparams_discovered(sf_jv_root(d.data, d.len), m, &stale, err, sizeof(err));
+		int rc =
+		    sf_admparams_discovered(sf_jv_root(d.data, d.len), m, &stale, err, sizeof(err));
 		CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
 		sf_strmap_iter it = SF_STRMAP_ITER_INIT;
 		const char *k;
 		void *v;
 		while (sf_strmap_next(m, &it, &k, &v)) {
-			CHECK(k[0] && strlen(k) <= 253 && strspn(k, "abcdefghijklmnopqrstuvwxyz"
-			                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			                                            "0123456789-._") == strlen(k));
+			CHECK(k[0] && strlen(k) <= 253 &&
+			      strspn(k, "abcdefghijklmnopqrstuvwxyz"
+			                "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			                "0123456789-._") == strlen(k));
 			const char *r = v;
-			CHECK(r[0] && strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(r));
+			CHECK(r[0] &&
+			      strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(r));
 		}
 	}
 	if (have_c) {
 		sf_admparams_plan p;
 		sf_admparams_plan_init(&p);
 		for (int keep = 0; keep < 2; keep++) {
-			int rc = sf_admparams_plan_make(&p, m, sf_jv_root(c.data, c.len), "steadfast",
-			                                keep);
+			int rc = sf_admparams_plan_make(&p, m, sf_jv_root(c.data, c.len),
+			                                "steadfast", keep);
 			if (rc == 1) {
 				sf_buf again;
 				char err[128];
 				sf_buf_init(&again, 0);
 				CHECK(sf_json_minify(p.body.data, p.body.len, &again, err,
 				                     sizeof(err)) == 0);
-				CHECK(sf_jv_type(sf_jv_root(again.data, again.len)) == SF_JSON_OBJECT);
+				CHECK(sf_jv_type(sf_jv_root(again.data, again.len)) ==
+				      SF_JSON_OBJECT);
 				sf_buf_free(&again);
 			}
 		}

@@ -79,9 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sf_awc_expected_pods(aw, &expected, err, sizeof(err));
 	/* a live pod list, answered now, on some inputs: asked before or
 	 * after the last DELETE */
-	sf_awp_live_pods live = {.pods = pods,
-	                         .answered_ms = 1800000000000LL + seed * 997,
-	                         .asked = (mix >> 10) & 3};
+	sf_awp_live_pods live = {
+	    .pods = pods, .answered_ms = 1800000000000LL + seed * 997, .asked = (mix >> 10) & 3};
 
 	sf_awp_input in = {.aw = aw,
 	                   .cfg = &cfg,

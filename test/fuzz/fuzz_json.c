@@ -165,7 +165,7 @@ static void check_obj(const sf_obj *o)
 	sf_jv r = sf_obj_root(o);
 	CHECK(sf_jv_type(r) == SF_JSON_OBJECT);
 	const char *paths[] = {"metadata.namespace", "metadata.name", "metadata.uid",
-			       "metadata.resourceVersion"};
+	                       "metadata.resourceVersion"};
 	const char *have[] = {o->ns, o->name, o->uid, o->rv};
 	for (int i = 0; i < 4; i++) {
 		char *s = sf_jv_strdup(sf_jv_path(r, paths[i]));
@@ -180,10 +180,14 @@ static void check_obj(const sf_obj *o)
 /* Takes over o. */
 static void transforms(sf_obj *o)
 {
-	static const char *const paths[] = {"metadata.name",    "metadata.labels",
-	                                    "spec.a[].b",       "spec.a[].c.d",
-	                                    "status.x[]",       "status.phase",
-	                                    "metadata.uid",     "metadata.annotations.'a.b/c'",
+	static const char *const paths[] = {"metadata.name",
+	                                    "metadata.labels",
+	                                    "spec.a[].b",
+	                                    "spec.a[].c.d",
+	                                    "status.x[]",
+	                                    "status.phase",
+	                                    "metadata.uid",
+	                                    "metadata.annotations.'a.b/c'",
 	                                    NULL};
 	size_t len = o->len;
 	sf_obj *m = sf_obj_omit(sf_obj_ref(o), paths);
@@ -254,7 +258,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	walk(r, 0, 0);
 	walk(whole, 0, 0);
 	static const char *const paths[] = {"metadata.name", "items[0].metadata", "a[1][2].b",
-					    "[0]", "x.y.z"};
+	                                    "[0]", "x.y.z"};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		sf_jv p = sf_jv_path(whole, paths[i]);
 		if (sf_jv_ok(p))

@@ -159,7 +159,7 @@ static int list_run(const char *p, size_t n, size_t max, uint32_t seed, run *r)
 	CHECK(sf_list_decoder_count(d) == r->n);
 	/* The metadata strings are always readable. */
 	CHECK(strlen(sf_list_decoder_rv(d)) + strlen(sf_list_decoder_continue(d)) +
-		      strlen(sf_list_decoder_kind(d)) <
+	          strlen(sf_list_decoder_kind(d)) <
 	      n + 1);
 	CHECK(sf_list_decoder_remaining(d) >= -1);
 	sf_list_decoder_free(d);

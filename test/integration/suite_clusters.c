@@ -61,6 +61,7 @@ ReportHook(POST_SUITE)(struct criterion_suite_stats *st)
 		}
 		snprintf(cmd, sizeof(cmd), "'%s' '%s' >>'%s.log' 2>&1", down, OWN[i], OWN[i]);
 		if (system(cmd) != 0)
-			fprintf(stderr, "%s: %s failed: see %s.log\n", SUITES[i].suite, cmd, OWN[i]);
+			fprintf(stderr, "%s: %s failed: see %s.log\n", SUITES[i].suite, cmd,
+			        OWN[i]);
 	}
 }

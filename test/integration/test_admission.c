@@ -666,11 +666,12 @@ Test(admission, declared_pod_sets_contradicting_the_inferred_are_refused)
 
 /* A ReplicaSet (a kind nothing is inferred for) declaring one pod set. */
 #define RS_DECLARING(path)                                                                         \
-	AW_OPEN("rs") "  - template:\n      apiVersion: apps/v1\n      kind: ReplicaSet\n"          \
-	              "      metadata: {name: r}\n      spec:\n        replicas: 2\n"                \
-	              "        template:\n          spec: {containers: [{name: c, image: busybox}]}\n" \
-	              "        list: [{a: 1}, {template: {spec: {}}}]\n"                               \
-	              "    podSets: [{path: '" path "', replicas: 2}]\n"
+	AW_OPEN("rs")                                                                              \
+	"  - template:\n      apiVersion: apps/v1\n      kind: ReplicaSet\n"                       \
+	"      metadata: {name: r}\n      spec:\n        replicas: 2\n"                            \
+	"        template:\n          spec: {containers: [{name: c, image: busybox}]}\n"           \
+	"        list: [{a: 1}, {template: {spec: {}}}]\n"                                         \
+	"    podSets: [{path: '" path "', replicas: 2}]\n"
 
 Test(admission, pod_set_path_not_leading_to_a_pod_template_is_refused)
 {
@@ -679,7 +680,8 @@ Test(admission, pod_set_path_not_leading_to_a_pod_template_is_refused)
 	} bad[] = {
 	    {RS_DECLARING("template.spec.nothere"), "nothing at that path"},
 	    {RS_DECLARING("template.spec.replicas"), "not a map"},
-	    {RS_DECLARING("template.metadata"), "content at template.metadata does not contain a spec"},
+	    {RS_DECLARING("template.metadata"),
+	     "content at template.metadata does not contain a spec"},
 	    {RS_DECLARING("template.spec.template.spec.containers"), "not a map"},
 	    {RS_DECLARING("template.spec.list[0]"), "does not contain a spec"},
 	    {RS_DECLARING("template.spec.list[2].template"), "nothing at that path"},
@@ -696,10 +698,11 @@ Test(admission, pod_set_path_not_leading_to_a_pod_template_is_refused)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		expect_refused(&K, bad[i].yaml, 422, POLICY, bad[i].why, NULL);
 	/* the field and the path are named */
-	expect_refused(&K, RS_DECLARING("template.spec.nothere"), 422, POLICY,
-	               "spec.components[0].podSets[0].path: template.spec.nothere does not refer to "
-	               "a v1.PodSpecTemplate",
-	               NULL);
+	expect_refused(
+	    &K, RS_DECLARING("template.spec.nothere"), 422, POLICY,
+	    "spec.components[0].podSets[0].path: template.spec.nothere does not refer to "
+	    "a v1.PodSpecTemplate",
+	    NULL);
 	static const char *const good[] = {
 	    RS_DECLARING("template.spec.template"),
 	    RS_DECLARING("template.spec.list[1].template"),
@@ -751,8 +754,8 @@ Test(admission, managed_by_empty_is_refused_at_create)
 	char *aw = pods_aw("mby", 1, "", "  managedBy: \"\"\n", "");
 	expect_refused(&K, aw, 422, POLICY, "spec.managedBy", NULL);
 	free(aw);
-	aw = pods_aw("mby-ours", 1, "", "  managedBy: workload.codeflare.dev/appwrapper-controller\n",
-	             "");
+	aw = pods_aw("mby-ours", 1, "",
+	             "  managedBy: workload.codeflare.dev/appwrapper-controller\n", "");
 	tl_res r;
 	aw_post(&K, aw, 0, &r);
 	cr_expect_eq(r.http_status, 201, "%ld %s", r.http_status, r.message);
@@ -1034,7 +1037,8 @@ Test(admission, default_queue_name_and_kueue_settings_come_from_the_configmap)
 	tl_res_clear(&r);
 	await_answer(&K, aw, suspended_answer, "manageJobsWithoutQueueName true");
 	/* defaultQueueName set: the label appears (parameters are read live) */
-	char patch[] = "{\"data\":{\"defaultQueueName\":\"default-queue\",\"manageJobsWithoutQueueName\":\"false\"}}";
+	char patch[] = "{\"data\":{\"defaultQueueName\":\"default-queue\","
+	               "\"manageJobsWithoutQueueName\":\"false\"}}";
 	q.body = patch;
 	q.body_len = strlen(patch);
 	tl_do(&K, &q, &r);

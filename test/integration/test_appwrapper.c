@@ -267,15 +267,16 @@ Test(appwrapper, gpu_pods_get_autopilot_anti_affinities)
 {
 	controller("gpu");
 	char body[4096];
-	snprintf(body, sizeof(body),
-	         "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
-	         "\"name\":\"gpu\"},\"spec\":{\"components\":[{\"template\":{\"apiVersion\":"
-	         "\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"gpu-job\"},\"spec\":{"
-	         "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"affinity\":{\"nodeAffinity\":"
-	         "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
-	         "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}"
-	         "]}}},\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{"
-	         "\"limits\":{\"nvidia.com/gpu\":1}}}]}}}}}]}}");
+	snprintf(
+	    body, sizeof(body),
+	    "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
+	    "\"name\":\"gpu\"},\"spec\":{\"components\":[{\"template\":{\"apiVersion\":"
+	    "\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"gpu-job\"},\"spec\":{"
+	    "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"affinity\":{\"nodeAffinity\":"
+	    "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+	    "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}"
+	    "]}}},\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{"
+	    "\"limits\":{\"nvidia.com/gpu\":1}}}]}}}}}]}}");
 	tl_aw_create(&W, body);
 	tl_aw_wait_phase(&W, "gpu", "Suspended", 20000);
 	tl_aw_admit(&W, "gpu", NULL);
@@ -285,7 +286,8 @@ Test(appwrapper, gpu_pods_get_autopilot_anti_affinities)
 	sf_jv exprs = sf_jv_path(na, "requiredDuringSchedulingIgnoredDuringExecution."
 	                             "nodeSelectorTerms[0].matchExpressions");
 	cr_assert_eq(sf_jv_len(exprs), 2, "%s", job->json);
-	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[0].key"), "zone"), "its own first: %s", job->json);
+	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[0].key"), "zone"), "its own first: %s",
+	          job->json);
 	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[1].key"), "autopilot.ibm.com/gpuhealth"));
 	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[1].operator"), "NotIn"));
 	cr_assert(sf_jv_streq(sf_jv_path(exprs, "[1].values[0]"), "TESTING"));
@@ -294,7 +296,8 @@ Test(appwrapper, gpu_pods_get_autopilot_anti_affinities)
 	int64_t weight = 0;
 	cr_assert_eq(sf_jv_int64(sf_jv_get(pref, "weight"), &weight), 0, "%s", job->json);
 	cr_assert_eq(weight, 50);
-	cr_assert(sf_jv_streq(sf_jv_path(pref, "preference.matchExpressions[0].values[0]"), "WARN"));
+	cr_assert(
+	    sf_jv_streq(sf_jv_path(pref, "preference.matchExpressions[0].values[0]"), "WARN"));
 	/* the pod the Job controller made carries them */
 	char pod[254];
 	tl_aw_pod_ready(&W, "gpu", pod, sizeof(pod), 20000);
@@ -315,7 +318,8 @@ Test(appwrapper, gpu_pods_get_autopilot_anti_affinities)
  * for Kueue. */
 Test(appwrapper, without_a_queue_name_it_runs_at_once_by_default)
 {
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "shipped", .shipped_defaults = 1};
+	tl_ctl_opts o = {
+	    .ns = NS, .lease = "steadfast-test", .id = "shipped", .shipped_defaults = 1};
 	tl_ctl_start(&K.loop, &o);
 	char body[4096];
 	snprintf(body, sizeof(body), JOB_AW, "noqueue", "", "noqueue");
@@ -681,7 +685,8 @@ Test(appwrapper, a_lost_create_of_a_generated_name_is_found_not_duplicated)
 {
 	const char *env[] = {"STEADFAST_FAULT_LOST_CREATE_ANSWERS=1",
 	                     "STEADFAST_FAULT_WATCH_DELAY_MS=10000", NULL};
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-l", .id = "lostgen", .env = env, .faults = 1};
+	tl_ctl_opts o = {
+	    .ns = NS, .lease = "steadfast-l", .id = "lostgen", .env = env, .faults = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
 	create_generated_aw("lostgen", NULL);
 	tl_aw_wait_phase(&W, "lostgen", "Suspended", 20000);
@@ -691,7 +696,7 @@ Test(appwrapper, a_lost_create_of_a_generated_name_is_found_not_duplicated)
 	             "the fault was not injected");
 	char names[4][254], rec[254];
 	int del = 0;
-	cr_assert_eq(live_jobs("lostgen", names, &del), 1, "%d Jobs (%s, %s)", 
+	cr_assert_eq(live_jobs("lostgen", names, &del), 1, "%d Jobs (%s, %s)",
 	             live_jobs("lostgen", names, &del), names[0], names[1]);
 	recorded_name("lostgen", rec, sizeof(rec));
 	cr_assert_str_eq(rec, names[0]);

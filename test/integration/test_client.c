@@ -63,8 +63,13 @@ Test(client, configmap_crud_conflict_patches_delete)
 	char ns[64];
 	tl_namespace(&K, "it-cm", ns, sizeof(ns));
 	tl_res r = {0};
-	const char *body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\",\"labels\":{\"app\":\"x\"}},\"data\":{\"a\":\"1\"}}";
-	sf_kube_req create = {.method = "POST", .gvr = &SF_GVR_CONFIGMAPS, .ns = ns, .body = body, .body_len = strlen(body)};
+	const char *body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+	                   "\"cm1\",\"labels\":{\"app\":\"x\"}},\"data\":{\"a\":\"1\"}}";
+	sf_kube_req create = {.method = "POST",
+	                      .gvr = &SF_GVR_CONFIGMAPS,
+	                      .ns = ns,
+	                      .body = body,
+	                      .body_len = strlen(body)};
 	tl_do(&K, &create, &r);
 	cr_assert_eq(r.http_status, 201, "create: %ld %s", r.http_status, r.message);
 	char rv1[32], uid[64];
@@ -82,8 +87,16 @@ Test(client, configmap_crud_conflict_patches_delete)
 
 	/* update with the current resourceVersion */
 	char upd[512];
-	snprintf(upd, sizeof(upd), "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\",\"resourceVersion\":\"%s\"},\"data\":{\"a\":\"2\"}}", rv1);
-	sf_kube_req update = {.method = "PUT", .gvr = &SF_GVR_CONFIGMAPS, .ns = ns, .name = "cm1", .body = upd, .body_len = strlen(upd)};
+	snprintf(upd, sizeof(upd),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\","
+	         "\"resourceVersion\":\"%s\"},\"data\":{\"a\":\"2\"}}",
+	         rv1);
+	sf_kube_req update = {.method = "PUT",
+	                      .gvr = &SF_GVR_CONFIGMAPS,
+	                      .ns = ns,
+	                      .name = "cm1",
+	                      .body = upd,
+	                      .body_len = strlen(upd)};
 	tl_do(&K, &update, &r);
 	cr_assert_eq(r.http_status, 200, "update: %s", r.message);
 	cr_assert_str_neq(r.obj->rv, rv1);
@@ -99,7 +112,8 @@ Test(client, configmap_crud_conflict_patches_delete)
 	/* merge patch */
 	memset(&r, 0, sizeof(r));
 	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_MERGE,
-				   "{\"data\":{\"b\":\"3\"}}", NULL, 0, tl_res_cb, &r, NULL), 0);
+	                           "{\"data\":{\"b\":\"3\"}}", NULL, 0, tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200, "merge: %s", r.message);
 	char v[16];
@@ -109,12 +123,17 @@ Test(client, configmap_crud_conflict_patches_delete)
 
 	/* JSON patch with a failing test op: 422 */
 	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_JSON,
-				   "[{\"op\":\"test\",\"path\":\"/data/a\",\"value\":\"nope\"}]", NULL, 0, tl_res_cb, &r, NULL), 0);
+	                           "[{\"op\":\"test\",\"path\":\"/data/a\",\"value\":\"nope\"}]",
+	                           NULL, 0, tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
-	cr_assert(r.http_status == 422 || r.http_status == 409 || r.http_status == 500, "json test op: %ld", r.http_status);
+	cr_assert(r.http_status == 422 || r.http_status == 409 || r.http_status == 500,
+	          "json test op: %ld", r.http_status);
 	tl_res_clear(&r);
 	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_JSON,
-				   "[{\"op\":\"replace\",\"path\":\"/data/a\",\"value\":\"9\"}]", NULL, 0, tl_res_cb, &r, NULL), 0);
+	                           "[{\"op\":\"replace\",\"path\":\"/data/a\",\"value\":\"9\"}]",
+	                           NULL, 0, tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200, "json patch: %s", r.message);
 	get_str(r.obj, "data.a", v, sizeof(v));
@@ -122,17 +141,25 @@ Test(client, configmap_crud_conflict_patches_delete)
 	tl_res_clear(&r);
 
 	/* server-side apply: a second manager conflicts unless forced */
-	const char *apply = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\"},\"data\":{\"c\":\"owned-by-a\"}}";
-	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_APPLY, apply, "mgr-a", 0, tl_res_cb, &r, NULL), 0);
+	const char *apply = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+	                    "\"cm1\"},\"data\":{\"c\":\"owned-by-a\"}}";
+	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_APPLY,
+	                           apply, "mgr-a", 0, tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200, "apply a: %s", r.message);
 	tl_res_clear(&r);
-	const char *apply_b = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\"},\"data\":{\"c\":\"owned-by-b\"}}";
-	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_APPLY, apply_b, "mgr-b", 0, tl_res_cb, &r, NULL), 0);
+	const char *apply_b = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+	                      "\"name\":\"cm1\"},\"data\":{\"c\":\"owned-by-b\"}}";
+	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_APPLY,
+	                           apply_b, "mgr-b", 0, tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 409, "apply b without force: %ld", r.http_status);
 	tl_res_clear(&r);
-	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_APPLY, apply_b, "mgr-b", 1, tl_res_cb, &r, NULL), 0);
+	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", NULL, SF_PATCH_APPLY,
+	                           apply_b, "mgr-b", 1, tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200, "apply b forced: %s", r.message);
 	char c[32];
@@ -141,8 +168,10 @@ Test(client, configmap_crud_conflict_patches_delete)
 	tl_res_clear(&r);
 
 	/* delete with a wrong UID precondition: 409; with the right one: 200 */
-	sf_kube_delete_opts d = {.precond_uid = "00000000-0000-0000-0000-000000000000", .grace_seconds = -1};
-	cr_assert_eq(sf_kube_delete(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", &d, tl_res_cb, &r, NULL), 0);
+	sf_kube_delete_opts d = {.precond_uid = "00000000-0000-0000-0000-000000000000",
+	                         .grace_seconds = -1};
+	cr_assert_eq(
+	    sf_kube_delete(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", &d, tl_res_cb, &r, NULL), 0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 409, "delete wrong uid: %ld", r.http_status);
 	cr_assert(strstr(r.message, "precondition"), "%s", r.message);
@@ -150,7 +179,8 @@ Test(client, configmap_crud_conflict_patches_delete)
 	d.precond_uid = uid;
 	d.propagation = "Background";
 	d.grace_seconds = 0;
-	cr_assert_eq(sf_kube_delete(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", &d, tl_res_cb, &r, NULL), 0);
+	cr_assert_eq(
+	    sf_kube_delete(K.client, &SF_GVR_CONFIGMAPS, ns, "cm1", &d, tl_res_cb, &r, NULL), 0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200, "delete: %s", r.message);
 	tl_res_clear(&r);
@@ -170,29 +200,40 @@ Test(client, lease_and_job_and_status_subresource)
 	tl_res r = {0};
 	char now[40], body[512];
 	sf_time_rfc3339micro(sf_wall_ns(), now, sizeof(now));
-	snprintf(body, sizeof(body), "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"l1\"},\"spec\":{\"holderIdentity\":\"a_1\",\"leaseDurationSeconds\":15,\"renewTime\":\"%s\",\"acquireTime\":\"%s\",\"leaseTransitions\":0}}", now, now);
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"coordination.k8s.io/"
+	         "v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"l1\"},\"spec\":{"
+	         "\"holderIdentity\":\"a_1\",\"leaseDurationSeconds\":15,\"renewTime\":\"%s\","
+	         "\"acquireTime\":\"%s\",\"leaseTransitions\":0}}",
+	         now, now);
 	cr_assert_eq(sf_kube_create(K.client, &SF_GVR_LEASES, ns, body, tl_res_cb, &r, NULL), 0);
 	tl_wait(&K.loop, &r, 30000);
-	cr_assert_eq(r.http_status, 201, "lease: %ld %d %s %s", r.http_status, r.err, r.message, r.errmsg);
+	cr_assert_eq(r.http_status, 201, "lease: %ld %d %s %s", r.http_status, r.err, r.message,
+	             r.errmsg);
 	char rt[40];
 	get_str(r.obj, "spec.renewTime", rt, sizeof(rt));
 	cr_assert_str_eq(rt, now, "MicroTime round trip");
 	tl_res_clear(&r);
 
-	const char *job = "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"j1\"},\"spec\":{\"suspend\":true,\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}}}";
+	const char *job = "{\"apiVersion\":\"batch/"
+	                  "v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"j1\"},\"spec\":{"
+	                  "\"suspend\":true,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+	                  "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}}}";
 	cr_assert_eq(sf_kube_create(K.client, &SF_GVR_JOBS, ns, job, tl_res_cb, &r, NULL), 0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 201, "job: %s", r.message);
 	tl_res_clear(&r);
 
-	sf_kube_req st = {.method = "GET", .gvr = &SF_GVR_JOBS, .ns = ns, .name = "j1", .subresource = "status"};
+	sf_kube_req st = {
+	    .method = "GET", .gvr = &SF_GVR_JOBS, .ns = ns, .name = "j1", .subresource = "status"};
 	tl_do(&K, &st, &r);
 	cr_assert_eq(r.http_status, 200);
 	cr_assert_str_eq(r.obj->name, "j1");
 	tl_res_clear(&r);
 	/* status patch through the subresource */
 	cr_assert_eq(sf_kube_patch(K.client, &SF_GVR_JOBS, ns, "j1", "status", SF_PATCH_MERGE,
-				   "{\"status\":{\"active\":0}}", NULL, 0, tl_res_cb, &r, NULL), 0);
+	                           "{\"status\":{\"active\":0}}", NULL, 0, tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200, "status patch: %s", r.message);
 	tl_res_clear(&r);
@@ -252,8 +293,12 @@ Test(client, list_paging_over_1100_objects, .timeout = 600)
 	const int N = 1100;
 	for (int i = 0; i < N; i++) {
 		char body[256];
-		snprintf(body, sizeof(body), "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-%d\",\"labels\":{\"page\":\"yes\"}}}", i);
-		cr_assert_eq(sf_kube_create(k2.client, &SF_GVR_CONFIGMAPS, ns, body, bulk_cb, &b, NULL), 0);
+		snprintf(body, sizeof(body),
+		         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+		         "\"cm-%d\",\"labels\":{\"page\":\"yes\"}}}",
+		         i);
+		cr_assert_eq(
+		    sf_kube_create(k2.client, &SF_GVR_CONFIGMAPS, ns, body, bulk_cb, &b, NULL), 0);
 		b.pending++;
 		if (b.pending >= 64)
 			cr_assert_eq(tl_run_until_fn(&k2.loop, bulk_done, &b, 120000), 0);
@@ -266,10 +311,14 @@ Test(client, list_paging_over_1100_objects, .timeout = 600)
 	int pages = 0;
 	do {
 		memset(&p.r, 0, sizeof(p.r));
-		sf_kube_list_opts lo = {.limit = 250, .continue_token = cont, .label_selector = "page=yes"};
-		cr_assert_eq(sf_kube_list(k2.client, &SF_GVR_CONFIGMAPS, ns, &lo, count_item, tl_res_cb, &p, NULL), 0);
+		sf_kube_list_opts lo = {
+		    .limit = 250, .continue_token = cont, .label_selector = "page=yes"};
+		cr_assert_eq(sf_kube_list(k2.client, &SF_GVR_CONFIGMAPS, ns, &lo, count_item,
+		                          tl_res_cb, &p, NULL),
+		             0);
 		tl_wait(&k2.loop, &p.r, 60000);
-		cr_assert_eq(p.r.http_status, 200, "list page %d: %s %s", pages, p.r.message, p.r.errmsg);
+		cr_assert_eq(p.r.http_status, 200, "list page %d: %s %s", pages, p.r.message,
+		             p.r.errmsg);
 		cr_assert(p.r.items <= 250, "page had %lu items", p.r.items);
 		cr_assert(p.r.list_rv[0], "list without resourceVersion");
 		snprintf(cont, sizeof(cont), "%s", p.r.list_continue);
@@ -308,7 +357,8 @@ Test(client, discovery_and_custom_resources)
 	cr_assert_str_eq(r.errmsg, "namespaces");
 	cr_assert_eq(r.http_status, 0, "namespaces are cluster-scoped");
 	memset(&r, 0, sizeof(r));
-	cr_assert_eq(sf_kube_resolve(K.client, "nothere.example.com/v1", "Thing", resolve_cb, &r), 0);
+	cr_assert_eq(sf_kube_resolve(K.client, "nothere.example.com/v1", "Thing", resolve_cb, &r),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.err, -ENOENT);
 	cr_assert(strstr(r.errmsg, "CRD"), "%s", r.errmsg);
@@ -317,13 +367,17 @@ Test(client, discovery_and_custom_resources)
 	char grp[64], crd[1500], name[96];
 	snprintf(grp, sizeof(grp), "g%04x.steadfast.test", (unsigned)(sf_mono_ns() & 0xffff));
 	snprintf(name, sizeof(name), "widgets.%s", grp);
-	snprintf(crd, sizeof(crd),
-		 "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
-		 "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"group\":\"%s\",\"scope\":\"Namespaced\","
-		 "\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\",\"kind\":\"Widget\",\"listKind\":\"WidgetList\"},"
-		 "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}},"
-		 "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}]}}",
-		 name, grp);
+	snprintf(
+	    crd, sizeof(crd),
+	    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+	    "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"group\":\"%s\",\"scope\":\"Namespaced\","
+	    "\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\",\"kind\":\"Widget\","
+	    "\"listKind\":\"WidgetList\"},"
+	    "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{"
+	    "\"status\":{}},"
+	    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-"
+	    "fields\":true}}}]}}",
+	    name, grp);
 	memset(&r, 0, sizeof(r));
 	cr_assert_eq(sf_kube_create(K.client, &SF_GVR_CRDS, NULL, crd, tl_res_cb, &r, NULL), 0);
 	tl_wait(&K.loop, &r, 30000);
@@ -346,7 +400,8 @@ Test(client, discovery_and_custom_resources)
 	cr_assert(served, "CRD never became served");
 	char ns[64];
 	tl_namespace(&K, "it-crd", ns, sizeof(ns));
-	const char *w = "{\"apiVersion\":\"%s\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"},\"spec\":{\"size\":3}}";
+	const char *w = "{\"apiVersion\":\"%s\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"},"
+	                "\"spec\":{\"size\":3}}";
 	char wb[256];
 	snprintf(wb, sizeof(wb), w, av);
 	memset(&r, 0, sizeof(r));
@@ -355,14 +410,17 @@ Test(client, discovery_and_custom_resources)
 	cr_assert_eq(r.http_status, 201, "widget: %s", r.message);
 	tl_res_clear(&r);
 	cr_assert_eq(sf_kube_patch(K.client, &widgets, ns, "w1", "status", SF_PATCH_MERGE,
-				   "{\"status\":{\"phase\":\"Ready\"}}", NULL, 0, tl_res_cb, &r, NULL), 0);
+	                           "{\"status\":{\"phase\":\"Ready\"}}", NULL, 0, tl_res_cb, &r,
+	                           NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200, "widget status: %s", r.message);
 	char ph[16];
 	get_str(r.obj, "status.phase", ph, sizeof(ph));
 	cr_assert_str_eq(ph, "Ready");
 	tl_res_clear(&r);
-	cr_assert_eq(sf_kube_delete(K.client, &SF_GVR_CRDS, NULL, name, NULL, tl_res_cb, &r, NULL), 0);
+	cr_assert_eq(sf_kube_delete(K.client, &SF_GVR_CRDS, NULL, name, NULL, tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200);
 	tl_res_clear(&r);
@@ -380,7 +438,8 @@ Test(client, lowpriv_identity_gets_403_with_message)
 	tl_wait(&lp.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 403);
 	cr_assert_str_eq(r.reason, "Forbidden");
-	cr_assert(strstr(r.message, "steadfast-lowpriv") && strstr(r.message, "pods"), "message: %s", r.message);
+	cr_assert(strstr(r.message, "steadfast-lowpriv") && strstr(r.message, "pods"),
+	          "message: %s", r.message);
 	tl_res_clear(&r);
 	tl_kube_close(&lp);
 }
@@ -390,14 +449,21 @@ Test(client, wrong_ca_is_a_clear_tls_error)
 	char dir[] = "/tmp/sf-ca-XXXXXX";
 	cr_assert(mkdtemp(dir));
 	char cmd[1024], kc[256];
-	snprintf(cmd, sizeof(cmd), "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s/k.pem -out %s/ca.pem -days 1 -subj /CN=other-ca 2>/dev/null", dir, dir);
+	snprintf(cmd, sizeof(cmd),
+	         "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s/k.pem -out %s/ca.pem -days "
+	         "1 -subj /CN=other-ca 2>/dev/null",
+	         dir, dir);
 	cr_assert_eq(system(cmd), 0);
 	snprintf(kc, sizeof(kc), "%s/config", dir);
 	FILE *f = fopen(kc, "w");
 	cr_assert(f);
-	fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: %s\n    certificate-authority: %s/ca.pem\n"
-		   "users:\n- name: u\n  user:\n    client-certificate: %s\n    client-key: %s\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
-		tl_env("STEADFAST_APISERVER"), dir, tl_env("STEADFAST_ADMIN_CERT"), tl_env("STEADFAST_ADMIN_KEY"));
+	fprintf(f,
+	        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  "
+	        "cluster:\n    server: %s\n    certificate-authority: %s/ca.pem\n"
+	        "users:\n- name: u\n  user:\n    client-certificate: %s\n    client-key: "
+	        "%s\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
+	        tl_env("STEADFAST_APISERVER"), dir, tl_env("STEADFAST_ADMIN_CERT"),
+	        tl_env("STEADFAST_ADMIN_KEY"));
 	fclose(f);
 	tl_kube bad;
 	tl_kube_open(&bad, kc, NULL);
@@ -406,7 +472,9 @@ Test(client, wrong_ca_is_a_clear_tls_error)
 	tl_do(&bad, &req, &r);
 	cr_assert_eq(r.err, -EPROTO, "err %d: %s", r.err, r.errmsg);
 	cr_assert_eq(r.http_status, 0);
-	cr_assert(strstr(r.errmsg, "certificate") || strstr(r.errmsg, "SSL") || strstr(r.errmsg, "TLS"), "errmsg: %s", r.errmsg);
+	cr_assert(strstr(r.errmsg, "certificate") || strstr(r.errmsg, "SSL") ||
+	              strstr(r.errmsg, "TLS"),
+	          "errmsg: %s", r.errmsg);
 	tl_kube_close(&bad);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
@@ -415,11 +483,16 @@ Test(client, wrong_ca_is_a_clear_tls_error)
 /* Asks the server who we are (SelfSubjectReview). */
 static void whoami(tl_kube *k, char *user, size_t n)
 {
-	const char *b = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}";
-	sf_kube_req req = {.method = "POST", .path = "/apis/authentication.k8s.io/v1/selfsubjectreviews", .body = b, .body_len = strlen(b)};
+	const char *b =
+	    "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}";
+	sf_kube_req req = {.method = "POST",
+	                   .path = "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+	                   .body = b,
+	                   .body_len = strlen(b)};
 	tl_res r = {0};
 	tl_do(k, &req, &r);
-	cr_assert_eq(r.http_status, 201, "selfsubjectreview: %ld %s %s", r.http_status, r.message, r.errmsg);
+	cr_assert_eq(r.http_status, 201, "selfsubjectreview: %ld %s %s", r.http_status, r.message,
+	             r.errmsg);
 	get_str(r.obj, "status.userInfo.username", user, n);
 	tl_res_clear(&r);
 }
@@ -427,15 +500,25 @@ static void whoami(tl_kube *k, char *user, size_t n)
 static void sa_token(const char *ns, const char *sa, char *tok, size_t n)
 {
 	char body[256];
-	snprintf(body, sizeof(body), "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":{\"name\":\"%s\"}}", sa);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":{\"name\":\"%s\"}}",
+	    sa);
 	sf_gvr sas = {"", "v1", "serviceaccounts", 1};
 	tl_res r = {0};
 	cr_assert_eq(sf_kube_create(K.client, &sas, ns, body, tl_res_cb, &r, NULL), 0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert(r.http_status == 201 || r.http_status == 409);
 	tl_res_clear(&r);
-	const char *tr = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\",\"spec\":{\"expirationSeconds\":3600}}";
-	sf_kube_req req = {.method = "POST", .gvr = &sas, .ns = ns, .name = sa, .subresource = "token", .body = tr, .body_len = strlen(tr)};
+	const char *tr = "{\"apiVersion\":\"authentication.k8s.io/"
+	                 "v1\",\"kind\":\"TokenRequest\",\"spec\":{\"expirationSeconds\":3600}}";
+	sf_kube_req req = {.method = "POST",
+	                   .gvr = &sas,
+	                   .ns = ns,
+	                   .name = sa,
+	                   .subresource = "token",
+	                   .body = tr,
+	                   .body_len = strlen(tr)};
 	tl_do(&K, &req, &r);
 	cr_assert_eq(r.http_status, 201, "token request: %s", r.message);
 	get_str(r.obj, "status.token", tok, n);
@@ -528,14 +611,17 @@ Test(client, write_gate_refuses_writes_but_not_reads)
 	sf_kube_client_set_write_gate(K.client, gate_fn, &g);
 	tl_res r = {0};
 	cr_assert_eq(sf_kube_create(K.client, &SF_GVR_CONFIGMAPS, "default",
-				    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"generateName\":\"gate-\"}}",
-				    tl_res_cb, &r, NULL), 0);
+	                            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+	                            "\"generateName\":\"gate-\"}}",
+	                            tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.err, -EPERM);
 	cr_assert_eq(r.http_status, 0);
 	cr_assert_eq(g.asked, 1);
 	tl_res_clear(&r);
-	cr_assert_eq(sf_kube_get(K.client, &SF_GVR_NAMESPACES, NULL, "default", tl_res_cb, &r, NULL), 0);
+	cr_assert_eq(
+	    sf_kube_get(K.client, &SF_GVR_NAMESPACES, NULL, "default", tl_res_cb, &r, NULL), 0);
 	tl_wait(&K.loop, &r, 30000);
 	cr_assert_eq(r.http_status, 200);
 	cr_assert_eq(g.asked, 1, "reads must not consult the gate");

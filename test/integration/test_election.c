@@ -24,7 +24,7 @@
 #include "steadfast/client.h"
 #include "steadfast/election.h"
 #include "steadfast/time.h"
-#include "test_election_lib.h"
+#include "elect_proc.h"
 #include "tl.h"
 
 #define LEASE_MS 3000

@@ -27,16 +27,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "steadfast/client.h"
-#include "steadfast/json.h"
 #include "steadfast/time.h"
 #include "tcpproxy.h"
-#include "test_election_lib.h"
+#include "elect_proc.h"
 #include "tl.h"
+#include "tl_audit.h"
 
 #define LEASE_MS 3000
 #define RENEW_MS 2000
@@ -49,18 +48,12 @@ static char NS[64];
 static char TMPDIR[64];
 static char KCFG[NREP][128];
 static tp_proxy *PROXY[NREP];
-static long AUDIT_FROM; /* audit log size at setup: only later lines matter */
-
-static long file_size(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 ? (long)st.st_size : 0;
-}
+static tl_audit_mark AUDIT_FROM; /* the audit log at setup: only later lines matter */
 
 static void setup(void)
 {
 	srand((unsigned)sf_mono_ns());
-	AUDIT_FROM = file_size(tl_env("STEADFAST_AUDIT_LOG"));
+	tl_audit_mark_now(&AUDIT_FROM);
 	tl_kube_open(&K, NULL, NULL);
 	tl_namespace(&K, "it-chaos", NS, sizeof(NS));
 	snprintf(TMPDIR, sizeof(TMPDIR), "/tmp/steadfast-chaos-XXXXXX");
@@ -112,28 +105,6 @@ typedef struct acq {
 	size_t writes; /* successful mutations by the holder in this interval */
 } acq;
 
-static int64_t parse_ts(const char *s)
-{
-	/* 2026-11-29T17:04:41.123456Z */
-	struct tm tm = {0};
-	int frac_len = 0;
-	long frac = 0;
-	if (sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-	           &tm.tm_min, &tm.tm_sec) != 6)
-		return -1;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	const char *dot = strchr(s, '.');
-	if (dot) {
-		for (const char *q = dot + 1; *q >= '0' && *q <= '9'; q++, frac_len++)
-			if (frac_len < 6)
-				frac = frac * 10 + (*q - '0');
-		for (int k = frac_len; k < 6; k++)
-			frac *= 10;
-	}
-	return (int64_t)timegm(&tm) * 1000000 + frac;
-}
-
 static int is_mutating(const char *verb)
 {
 	return !strcmp(verb, "create") || !strcmp(verb, "update") || !strcmp(verb, "patch") ||
@@ -149,107 +120,30 @@ static int by_time(const void *a, const void *b)
 /* Requests by candidates on objects in NS (ResponseComplete), by time. */
 static size_t audit_read(aud **out)
 {
-	const char *path = tl_env("STEADFAST_AUDIT_LOG");
-	FILE *f = fopen(path, "r");
-	cr_assert(f, "open %s", path);
-	fseek(f, AUDIT_FROM, SEEK_SET);
-	aud *a = NULL;
-	size_t n = 0, cap = 0;
-	char *line = NULL;
-	size_t lcap = 0;
-	ssize_t len;
-	while ((len = getline(&line, &lcap, f)) > 0) {
-		if (!strstr(line, NS) || !strstr(line, UA_PREFIX))
+	tl_audit_query q = {.ns = NS, .stage = "ResponseComplete", .text = UA_PREFIX};
+	tl_audit_req *v = NULL;
+	size_t nv = tl_audit_select(&AUDIT_FROM, &q, &v);
+	aud *a = calloc(nv ? nv : 1, sizeof(*a));
+	cr_assert(a);
+	size_t n = 0;
+	for (size_t i = 0; i < nv; i++) {
+		const tl_audit_req *e = &v[i];
+		if (strncmp(e->ua, UA_PREFIX, strlen(UA_PREFIX)) != 0 || !e->verb[0] ||
+		    !e->resource[0] || !e->done_us)
 			continue;
-		char err[256];
-		sf_obj *o = sf_obj_parse(line, (size_t)len, err, sizeof(err));
-		if (!o)
-			continue; /* a line still being written */
-		sf_jv r = sf_obj_root(o);
-		char ua[256], ns[64], ts[64];
-		aud e = {0};
-		int64_t code = 0;
-		if (sf_jv_streq(sf_jv_get(r, "stage"), "ResponseComplete") &&
-		    sf_jv_str(sf_jv_get(r, "userAgent"), ua, sizeof(ua)) > 0 &&
-		    strncmp(ua, UA_PREFIX, strlen(UA_PREFIX)) == 0 &&
-		    sf_jv_str(sf_jv_path(r, "objectRef.namespace"), ns, sizeof(ns)) > 0 &&
-		    strcmp(ns, NS) == 0 &&
-		    sf_jv_str(sf_jv_get(r, "stageTimestamp"), ts, sizeof(ts)) > 0 &&
-		    sf_jv_str(sf_jv_get(r, "verb"), e.verb, sizeof(e.verb)) > 0 &&
-		    sf_jv_str(sf_jv_path(r, "objectRef.resource"), e.res, sizeof(e.res)) > 0) {
-			sf_jv_str(sf_jv_path(r, "objectRef.name"), e.name, sizeof(e.name));
-			sf_jv_int64(sf_jv_path(r, "responseStatus.code"), &code);
-			e.code = (int)code;
-			e.us = parse_ts(ts);
-			const char *id = ua + strlen(UA_PREFIX);
-			snprintf(e.who, sizeof(e.who), "%.*s", (int)strcspn(id, " "), id);
-			if (n == cap) {
-				cap = cap ? cap * 2 : 256;
-				a = realloc(a, cap * sizeof(*a));
-				cr_assert(a);
-			}
-			a[n++] = e;
-		}
-		sf_obj_unref(o);
+		aud *x = &a[n++];
+		x->us = e->done_us;
+		const char *id = e->ua + strlen(UA_PREFIX);
+		snprintf(x->who, sizeof(x->who), "%.*s", (int)strcspn(id, " "), id);
+		snprintf(x->verb, sizeof(x->verb), "%.15s", e->verb);
+		snprintf(x->res, sizeof(x->res), "%.31s", e->resource);
+		snprintf(x->name, sizeof(x->name), "%.127s", e->name);
+		x->code = (int)e->code;
 	}
-	free(line);
-	fclose(f);
+	free(v);
 	qsort(a, n, sizeof(*a), by_time);
 	*out = a;
 	return n;
-}
-
-static int audit_has_marker(void *ud)
-{
-	const char *marker = ud;
-	FILE *f = fopen(tl_env("STEADFAST_AUDIT_LOG"), "r");
-	if (!f)
-		return 0;
-	fseek(f, AUDIT_FROM, SEEK_SET);
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-	while (!found && getline(&line, &cap, f) > 0)
-		found = strstr(line, marker) && strstr(line, NS) &&
-		        strstr(line, "\"ResponseComplete\"");
-	free(line);
-	fclose(f);
-	return found;
-}
-
-static void tick(uv_timer_t *t)
-{
-	(void)t;
-}
-
-/* Creates a ConfigMap and waits until the audit log shows it: the requests
- * that finished before are in the log by then (blocking audit mode). */
-static void audit_sync(void)
-{
-	static int seq;
-	char name[64], body[256];
-	snprintf(name, sizeof(name), "audit-marker-%d", ++seq);
-	snprintf(body, sizeof(body),
-	         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"}}",
-	         name);
-	sf_kube_req req = {.method = "POST",
-	                   .gvr = &SF_GVR_CONFIGMAPS,
-	                   .ns = NS,
-	                   .body = body,
-	                   .body_len = strlen(body)};
-	tl_res r = {0};
-	tl_do(&K, &req, &r);
-	cr_assert_eq(r.http_status, 201, "marker: %ld %s %s", r.http_status, r.message, r.errmsg);
-	tl_res_clear(&r);
-	uv_timer_t t; /* the loop must wake up to re-check the file */
-	uv_timer_init(&K.loop, &t);
-	uv_timer_start(&t, tick, 20, 20);
-	char marker[80];
-	snprintf(marker, sizeof(marker), "\"%s\"", name);
-	int rc = tl_run_until_fn(&K.loop, audit_has_marker, marker, 10000);
-	uv_close((uv_handle_t *)&t, NULL);
-	uv_run(&K.loop, UV_RUN_NOWAIT);
-	cr_assert_eq(rc, 0, "the audit log does not show %s", name);
 }
 
 /* The leadership intervals as the API server saw them (acquires of lease,
@@ -370,7 +264,7 @@ static size_t check_exclusive(ep_proc **ps, const char *lease, aud **out, acq *a
 	if (rc)
 		ep_dump(ps, NREP);
 	cr_assert_eq(rc, 0, "candidates' own lines: %s", msg);
-	audit_sync();
+	tl_audit_sync(&K, &AUDIT_FROM, NS, 10000);
 	size_t n = audit_read(out);
 	rc = audit_check(*out, n, lease, acqs, maxacq, na, msg, sizeof(msg));
 	if (rc) {

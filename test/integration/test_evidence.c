@@ -48,6 +48,7 @@
 #include "steadfast/log.h"
 #include "steadfast/time.h"
 #include "tl.h"
+#include "tl_audit.h"
 #include "tl_aw.h"
 #include "tl_ctl.h"
 
@@ -467,15 +468,16 @@ Test(evidence, a_pod_replaced_long_after_deployment_does_not_reset)
 Test(evidence, a_pod_the_cache_has_not_seen_gets_the_warmup_grace)
 {
 	const char *env[] = {"STEADFAST_FAULT_POD_WATCH_DELAY_MS=25000", NULL};
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "podlag", .env = env,
-	                 .faults = 1};
+	tl_ctl_opts o = {
+	    .ns = NS, .lease = "steadfast-test", .id = "podlag", .env = env, .faults = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
 	graced_job_running("lagp", "1h", "2s");
 	int64_t running_at = sf_mono_ns();
 	char pod[254];
 	tl_aw_wait_pod(&W, "lagp", pod, sizeof(pod), 20000); /* the test's own watch */
-	cr_assert_eq(tl_ctl_count(c, "\"msg\":\"fault injection: watch events are applied late\"", 0),
-	             1, "the pod watch was not delayed");
+	cr_assert_eq(
+	    tl_ctl_count(c, "\"msg\":\"fault injection: watch events are applied late\"", 0), 1,
+	    "the pod watch was not delayed");
 	/* until the pod's event reaches its cache (25 s after it arrived) */
 	long left = 22000 - (long)((sf_mono_ns() - running_at) / 1000000);
 	if (left > 0)
@@ -562,8 +564,8 @@ Test(evidence, a_standby_with_a_stale_job_cache_creates_after_a_reset, .timeout 
 	/* the standby lists the Jobs now (U1 in it); later events reach its
 	 * cache 120 s late */
 	const char *env[] = {"STEADFAST_FAULT_COMPONENT_WATCH_DELAY_MS=120000", NULL};
-	tl_ctl_opts bo = {.ns = NS, .lease = "steadfast-test", .id = "stale-b", .env = env,
-	                  .faults = 1};
+	tl_ctl_opts bo = {
+	    .ns = NS, .lease = "steadfast-test", .id = "stale-b", .env = env, .faults = 1};
 	tl_ctl *b = tl_ctl_start(&K.loop, &bo);
 	int port = tl_ctl_port(&K.loop, b, "metrics");
 	int held = 0;
@@ -586,7 +588,8 @@ Test(evidence, a_standby_with_a_stale_job_cache_creates_after_a_reset, .timeout 
 	if (tl_run_until_fn(&K.loop, job_other_uid, &u2, 60000) != 0) {
 		tl_aw_dump(&W, "stale");
 		tl_ctl_dump(b, 40);
-		cr_assert_fail("the new leader never created the Job (phase %s)", phase_of("stale"));
+		cr_assert_fail("the new leader never created the Job (phase %s)",
+		               phase_of("stale"));
 	}
 	/* (its log line may come a moment after the test's own watch saw the Job) */
 	cr_assert_geq(tl_ctl_wait_log(&K.loop, b, "\"msg\":\"component created\"", 0, 10000), 0,
@@ -639,8 +642,8 @@ static long live_pods_of(const char *aw)
 Test(evidence, preemption_keeps_the_quota_while_pods_the_cache_missed_remain, .timeout = 240)
 {
 	const char *env[] = {"STEADFAST_FAULT_POD_WATCH_DELAY_MS=60000", NULL};
-	tl_ctl_opts o = {.ns = NS, .lease = "steadfast-test", .id = "podgone", .env = env,
-	                 .faults = 1};
+	tl_ctl_opts o = {
+	    .ns = NS, .lease = "steadfast-test", .id = "podgone", .env = env, .faults = 1};
 	tl_ctl *c = tl_ctl_start(&K.loop, &o);
 	tl_aw_create(&W,
 	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
@@ -698,11 +701,12 @@ static int aw_gone_from_cache(void *ud)
  * for good). Found by the model checker. */
 Test(evidence, an_appwrapper_deleted_before_its_first_reconcile_goes)
 {
-	tl_aw_create(&W, "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
-	                 "\"metadata\":{\"name\":\"early\",\"finalizers\":[\"" SF_AW_FINALIZER
-	                 "\"]},\"spec\":{\"suspend\":true,\"components\":[{\"template\":{"
-	                 "\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"early-pod\"},"
-	                 "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
+	tl_aw_create(&W,
+	             "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\","
+	             "\"metadata\":{\"name\":\"early\",\"finalizers\":[\"" SF_AW_FINALIZER
+	             "\"]},\"spec\":{\"suspend\":true,\"components\":[{\"template\":{"
+	             "\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"early-pod\"},"
+	             "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}]}}");
 	cr_assert_eq(tl_aw_req(&W, "DELETE", &SF_GVR_APPWRAPPERS, "early", NULL, NULL), 200);
 	/* the finalizer holds it */
 	cr_assert_eq(tl_aw_req(&W, "GET", &SF_GVR_APPWRAPPERS, "early", NULL, NULL), 200);
@@ -801,20 +805,22 @@ static long long patch_lease(tl_kube *k, const char *ns, int i)
 	return v;
 }
 
-/* Audit lines of the controller's lists of `resource`: LISTs, and watches
- * with sendInitialEvents (WatchList) when they open. */
-static int controller_lists(const char *audit, const char *resource)
+/* Audit lines of the controllers' lists of `resource` after mark m:
+ * LISTs, and watches with sendInitialEvents (WatchList) when they open. */
+static int controller_lists(const tl_audit_mark *m, const char *resource)
 {
-	sf_buf out;
-	sf_buf_init(&out, 0);
-	int st = tl_sh(&out,
-	               "grep -E '\"stage\":\"ResponseComplete\".*\"verb\":\"list\"|"
-	               "\"stage\":\"ResponseStarted\".*sendInitialEvents=true' '%s' "
-	               "| grep -F 'appwrapper-controller' | grep -cF '\"resource\":\"%s\"'",
-	               audit, resource);
-	int n = st >= 0 ? atoi(out.data ? out.data : "0") : -1;
-	sf_buf_free(&out);
-	return n;
+	tl_audit_query q = {.text = "appwrapper-controller"};
+	tl_audit_req *v = NULL;
+	size_t n = tl_audit_select(m, &q, &v);
+	int lists = 0;
+	for (size_t i = 0; i < n; i++)
+		lists += strcmp(v[i].resource, resource) == 0 &&
+		         ((strcmp(v[i].stage, "ResponseComplete") == 0 &&
+		           strcmp(v[i].verb, "list") == 0) ||
+		          (strcmp(v[i].stage, "ResponseStarted") == 0 &&
+		           strstr(v[i].uri, "sendInitialEvents=true") != NULL));
+	free(v);
+	return lists;
 }
 
 /* A control plane of its own (LEASE_ETCD=true test/cluster/up.sh), stopped
@@ -852,6 +858,8 @@ Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
 	             0, "LEASE_ETCD=true up.sh failed: see %s.log", SPLIT_DIR);
 	snprintf(kc, sizeof(kc), "%s/admin.kubeconfig", SPLIT_DIR);
 	snprintf(audit, sizeof(audit), "%s/audit.log", SPLIT_DIR);
+	tl_audit_mark split_log; /* the whole audit log of that control plane */
+	tl_audit_mark_start(&split_log, audit);
 	tl_kube_open(&k2, kc, NULL);
 	k2_open = 1;
 	tl_aw_install_crd(&k2);
@@ -901,8 +909,8 @@ Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
 	if (tl_ctl_wait_log(&k2.loop, c, "\"msg\":\"reconciling\"", 0, 30000) < 0)
 		cr_assert_fail("the leader never started reconciling in 30 s (lease rv %lld, main "
 		               "rv %lld); its LISTs meanwhile: %d of appwrappers, %d of pods",
-		               lrv, main_rv(&k2, ns), controller_lists(audit, "appwrappers"),
-		               controller_lists(audit, "pods"));
+		               lrv, main_rv(&k2, ns), controller_lists(&split_log, "appwrappers"),
+		               controller_lists(&split_log, "pods"));
 	int64_t t0 = sf_mono_ns();
 	snprintf(
 	    body, sizeof(body),
@@ -928,8 +936,8 @@ Test(lease_etcd, a_leader_whose_leases_live_on_another_etcd_reconciles_promptly)
 			tl_run_until_fn(&k2.loop, never, NULL, 50);
 	}
 	double s = (double)(sf_mono_ns() - t0) / 1e9;
-	int aw_lists = controller_lists(audit, "appwrappers");
-	int pod_lists = controller_lists(audit, "pods");
+	int aw_lists = controller_lists(&split_log, "appwrappers");
+	int pod_lists = controller_lists(&split_log, "pods");
 	fprintf(stderr,
 	        "leases on their own etcd (lease rv %lld, main rv %lld): Suspended %.2f s after "
 	        "creation; controller LISTs: %d appwrappers, %d pods\n",
@@ -978,32 +986,6 @@ static void create_kind_aw(const char *name, const char *api, const char *kind)
 	tl_aw_create(&W, body);
 }
 
-/* Lists (LISTs and WatchLists, as controller_lists counts them) of
- * `resource` by the controllers after audit line `from`. */
-static int lists_after(const char *resource, long from)
-{
-	sf_buf out;
-	sf_buf_init(&out, 0);
-	int st = tl_sh(&out,
-	               "tail -n +%ld '%s' | grep -E '\"stage\":\"ResponseComplete\".*\"verb\":"
-	               "\"list\"|\"stage\":\"ResponseStarted\".*sendInitialEvents=true' | grep "
-	               "-F 'appwrapper-controller' | grep -cF '\"resource\":\"%s\"'",
-	               from + 1, tl_env("STEADFAST_AUDIT_LOG"), resource);
-	int n = st >= 0 ? atoi(out.data ? out.data : "0") : -1;
-	sf_buf_free(&out);
-	return n;
-}
-
-static long audit_lines(void)
-{
-	sf_buf out;
-	sf_buf_init(&out, 0);
-	tl_sh(&out, "wc -l < '%s'", tl_env("STEADFAST_AUDIT_LOG"));
-	long n = atol(out.data ? out.data : "0");
-	sf_buf_free(&out);
-	return n;
-}
-
 Test(evidence, a_standby_takes_over_with_warm_component_caches)
 {
 	tl_ctl *a = controller("leader");
@@ -1037,7 +1019,8 @@ Test(evidence, a_standby_takes_over_with_warm_component_caches)
 		cr_assert_geq(tl_ctl_wait_log(&K.loop, b, needle, 0, 20000), 0,
 		              "the standby never listed %s", resources[i]);
 	}
-	long mark = audit_lines();
+	tl_audit_mark mark;
+	tl_audit_mark_now(&mark);
 	size_t from = tl_ctl_nlines(b);
 	tl_ctl_signal(a, SIGKILL);
 	cr_assert_geq(tl_ctl_wait_log(&K.loop, b, "became leader", from, 30000), 0);
@@ -1051,7 +1034,7 @@ Test(evidence, a_standby_takes_over_with_warm_component_caches)
 	tl_aw_wait_phase(&W, "wk-deploy", "Suspended", 20000);
 	int total = 0;
 	for (size_t i = 0; i < 4; i++) {
-		int l = lists_after(resources[i], mark);
+		int l = controller_lists(&mark, resources[i]);
 		cr_assert_geq(l, 0);
 		total += l;
 		fprintf(stderr, "failover: %d LISTs of %s by the new leader\n", l, resources[i]);

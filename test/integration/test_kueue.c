@@ -63,6 +63,7 @@
 #include "steadfast/json.h"
 #include "steadfast/log.h"
 #include "tl.h"
+#include "tl_audit.h"
 #include "tl_aw.h"
 #include "tl_ctl.h"
 #include "tl_kueue.h"
@@ -107,9 +108,9 @@ typedef struct track {
 	int missing;            /* Unhealthy with reason MissingComponent seen */
 	int resetting;          /* phase Resetting seen */
 	int running_after_reset;
-	int succeeded;          /* phase Succeeded seen */
-	tl_res job_at_success;  /* GET of its Job sent when Succeeded was first seen */
-	char job_uids[4][64];   /* the distinct UIDs of its Jobs */
+	int succeeded;         /* phase Succeeded seen */
+	tl_res job_at_success; /* GET of its Job sent when Succeeded was first seen */
+	char job_uids[4][64];  /* the distinct UIDs of its Jobs */
 	int njob_uids;
 	int wl_admitted; /* Workload seen QuotaReserved and Admitted */
 	int wl_lost;     /* then seen without either before Finished */
@@ -186,8 +187,8 @@ static void track_wl(sf_obj *o)
 		t->wl_admitted = 1;
 	else if (t->wl_admitted && !t->wl_finished) {
 		if (!t->wl_lost)
-			snprintf(t->wl_lost_conds, sizeof(t->wl_lost_conds), "%.*s",
-			         (int)conds.n, conds.p ? conds.p : "");
+			snprintf(t->wl_lost_conds, sizeof(t->wl_lost_conds), "%.*s", (int)conds.n,
+			         conds.p ? conds.p : "");
 		t->wl_lost++;
 	}
 }
@@ -1079,38 +1080,28 @@ static void audit_job_creates(int n)
 	int ok[64] = {0}, other[64] = {0};
 	char others[1024] = "";
 	cr_assert_leq(n, 64);
-	const char *path = tl_env("STEADFAST_AUDIT_LOG");
-	FILE *f = fopen(path, "r");
-	cr_assert_not_null(f, "open %s", path);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		if (!strstr(line, "\"resource\":\"jobs\"") || !strstr(line, NS))
-			continue;
-		sf_jv e = sf_jv_root(line, (size_t)len);
-		sf_jv ref = sf_jv_get(e, "objectRef");
+	tl_audit_mark all;
+	tl_audit_mark_start(&all, NULL);
+	tl_audit_query q = {.ns = NS, .text = "\"resource\":\"jobs\""};
+	tl_audit_req *v = NULL;
+	size_t nv = tl_audit_select(&all, &q, &v);
+	for (size_t k = 0; k < nv; k++) {
+		const tl_audit_req *e = &v[k];
 		int idx = -1;
-		char nm[32];
-		if (!sf_jv_streq(sf_jv_get(e, "verb"), "create") ||
-		    !sf_jv_streq(sf_jv_get(ref, "namespace"), NS) ||
-		    sf_jv_str(sf_jv_get(ref, "name"), nm, sizeof(nm)) < 0 ||
-		    sscanf(nm, "aw%d", &idx) != 1 || idx < 0 || idx >= n)
+		if (strcmp(e->verb, "create") != 0 || strcmp(e->resource, "jobs") != 0 ||
+		    sscanf(e->name, "aw%d", &idx) != 1 || idx < 0 || idx >= n)
 			continue;
-		int64_t code = 0;
-		sf_jv_int64(sf_jv_path(e, "responseStatus.code"), &code);
-		int complete = sf_jv_streq(sf_jv_get(e, "stage"), "ResponseComplete");
-		if (complete && code == 201) {
+		int complete = strcmp(e->stage, "ResponseComplete") == 0;
+		if (complete && e->code == 201) {
 			ok[idx]++;
 			continue;
 		}
 		other[idx]++;
 		size_t at = strlen(others);
-		snprintf(others + at, sizeof(others) - at, " %s:%s/%lld", nm,
-		         complete ? "complete" : "started", (long long)code);
+		snprintf(others + at, sizeof(others) - at, " %.31s:%s/%ld", e->name,
+		         complete ? "complete" : "started", e->code);
 	}
-	free(line);
-	fclose(f);
+	free(v);
 	for (int i = 0; i < n; i++) {
 		cr_assert_leq(ok[i], 1, "aw%d: its Job was created %d times (201)", i, ok[i]);
 		cr_assert(ok[i] == 1 || other[i] > 0,
@@ -1466,10 +1457,11 @@ Test(kueue, k_kueue_defaults_the_queue_to_the_local_queue_named_default)
 {
 	queues("", 4, 0, "");
 	char y[512], lq[] = "default";
-	snprintf(y, sizeof(y),
-	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: default\n"
-	         "spec:\n  clusterQueue: %s-cq\n",
-	         NS);
+	snprintf(
+	    y, sizeof(y),
+	    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: default\n"
+	    "spec:\n  clusterQueue: %s-cq\n",
+	    NS);
 	apply(y);
 	for (long ms = 30000;; ms -= 200) {
 		sf_obj *o = get_obj(&GVR_LOCALQUEUES, lq);

@@ -58,6 +58,7 @@
 #include "steadfast/time.h"
 #include "steadfast/yaml.h"
 #include "tl.h"
+#include "tl_audit.h"
 #include "tl_aw.h"
 #include "tl_ctl.h"
 
@@ -1019,61 +1020,40 @@ static int aw_absent(void *ud)
 	return tl_aw_cached(&W, ud) == NULL;
 }
 
-/* What the ServiceAccount did, from the audit log (from byte `from` on):
+/* What the ServiceAccount did, from the audit log (after the mark `from`):
  * the distinct "verb group/resource[/subresource] ok|403" answers it got,
  * and how many of its requests were refused with 403. The test cluster
  * audits leases, appwrappers, jobs, pods, configmaps (and events), so
  * only those show here. */
 typedef struct audit_seen {
 	size_t n, forbidden;
-	char items[96][160];
+	char items[96][192];
 } audit_seen;
 
-static void audit_scan(const char *user, long from, audit_seen *a)
+static void audit_scan(const char *user, const tl_audit_mark *from, audit_seen *a)
 {
 	memset(a, 0, sizeof(*a));
-	const char *path = tl_env("STEADFAST_AUDIT_LOG");
-	FILE *f = fopen(path, "r");
-	cr_assert(f, "open %s", path);
-	cr_assert_eq(fseek(f, from, SEEK_SET), 0);
-	char pat[512];
-	snprintf(pat, sizeof(pat), "\"username\":\"%s\"", user);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	while ((len = getline(&line, &cap, f)) > 0) {
+	tl_audit_query q = {.user = user};
+	tl_audit_req *v = NULL;
+	size_t n = tl_audit_select(from, &q, &v);
+	for (size_t k = 0; k < n; k++) {
+		const tl_audit_req *e = &v[k];
 		/* a watch still open has only its ResponseStarted line */
-		if (!strstr(line, pat) || (!strstr(line, "\"stage\":\"ResponseComplete\"") &&
-		                           !strstr(line, "\"stage\":\"ResponseStarted\"")))
+		if (strcmp(e->stage, "ResponseComplete") != 0 &&
+		    strcmp(e->stage, "ResponseStarted") != 0)
 			continue;
-		sf_buf min;
-		sf_buf_init(&min, 0);
-		char err[128];
-		if (sf_json_minify(line, (size_t)len, &min, err, sizeof(err)) != 0) {
-			sf_buf_free(&min);
-			continue;
-		}
-		sf_jv ev = sf_jv_root(min.data, min.len);
-		char verb[32] = "", group[128] = "", res[64] = "", sub[64] = "", item[160];
-		int64_t code = 0;
-		sf_jv_str(sf_jv_get(ev, "verb"), verb, sizeof(verb));
-		sf_jv_str(sf_jv_path(ev, "objectRef.apiGroup"), group, sizeof(group));
-		sf_jv_str(sf_jv_path(ev, "objectRef.resource"), res, sizeof(res));
-		sf_jv_str(sf_jv_path(ev, "objectRef.subresource"), sub, sizeof(sub));
-		sf_jv_int64(sf_jv_path(ev, "responseStatus.code"), &code);
-		sf_buf_free(&min);
-		if (code == 403)
+		if (e->code == 403)
 			a->forbidden++;
-		snprintf(item, sizeof(item), "%s %s/%s%s%s %s", verb, group, res, sub[0] ? "/" : "",
-		         sub, code == 403 ? "403" : "ok");
+		char item[192];
+		snprintf(item, sizeof(item), "%s %s/%s%s%s %s", e->verb, e->group, e->resource,
+		         e->sub[0] ? "/" : "", e->sub, e->code == 403 ? "403" : "ok");
 		int dup = 0;
 		for (size_t i = 0; i < a->n; i++)
 			dup |= strcmp(a->items[i], item) == 0;
 		if (!dup && a->n < 96)
 			snprintf(a->items[a->n++], sizeof(a->items[0]), "%s", item);
 	}
-	free(line);
-	fclose(f);
+	free(v);
 }
 
 static int audit_has(const audit_seen *a, const char *item)
@@ -1082,12 +1062,6 @@ static int audit_has(const audit_seen *a, const char *item)
 		if (strcmp(a->items[i], item) == 0)
 			return 1;
 	return 0;
-}
-
-static long file_size(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 ? (long)st.st_size : 0;
 }
 
 /* The next incarnation of pod rbac-pod (a UID not seen before, not
@@ -1117,7 +1091,8 @@ static int ev_series(void *ud)
 
 static const char *JOB_AW =
     "{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{"
-    "\"name\":\"rbac-job\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}},\"spec\":{\"suspend\":false,\"components\":[{\"template\":{"
+    "\"name\":\"rbac-job\",\"labels\":{\"kueue.x-k8s.io/"
+    "queue-name\":\"team-q\"}},\"spec\":{\"suspend\":false,\"components\":[{\"template\":{"
     "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"rbac-job\"},"
     "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
     "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"command\":[\"true\"]}]}}}}}]}}";
@@ -1260,7 +1235,8 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 	TMP_CONFIG = write_temp("steadfast-config", cfg);
 	free(cfg);
 	tl_aw_watch_start(&W, &K, AWNS);
-	long audit_from = file_size(tl_env("STEADFAST_AUDIT_LOG"));
+	tl_audit_mark audit_from;
+	tl_audit_mark_now(&audit_from);
 	const char *extra[] = {"--leader-election-namespace", CTLNS, NULL};
 	tl_ctl_opts co = {.ns = AWNS,
 	                  .lease = lease,
@@ -1385,7 +1361,7 @@ Test(manifests, rbac_suffices_for_the_lifecycle_and_refuses_the_rest, .timeout =
 
 	/* nothing the controller asked for was refused */
 	audit_seen as;
-	audit_scan(user, audit_from, &as);
+	audit_scan(user, &audit_from, &as);
 	fprintf(stderr, "manifests: requests of %s (audit log, audited resources only):\n", user);
 	for (size_t i = 0; i < as.n; i++)
 		fprintf(stderr, "  %s\n", as.items[i]);

@@ -46,6 +46,7 @@
 #include "steadfast/watch.h"
 #include "steadfast/yaml.h"
 #include "tl.h"
+#include "tl_audit.h"
 #include "tl_aw.h"
 #include "tl_ctl.h"
 
@@ -869,80 +870,35 @@ Test(node, pdb_refuses_a_second_eviction)
 
 /* One request of a replica, from the audit log. */
 typedef struct areq {
-	char who[160]; /* the identity in its user agent */
-	char verb[16], res[64], name[128];
+	char who[128]; /* the identity in its user agent */
+	char verb[24], res[64], name[254];
 	int lease; /* an update of the election Lease */
 	long long us;
 } areq;
 
-static long long audit_us(const char *ts)
+/* The successful mutating requests of the replicas after mark m. */
+static size_t audit_writes(const tl_audit_mark *m, areq **out)
 {
-	/* 2026-12-01T17:03:29.123456Z */
-	struct tm tm = {0};
-	int us = 0;
-	char frac[16] = "";
-	if (sscanf(ts, "%d-%d-%dT%d:%d:%d.%15[0-9]", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-	           &tm.tm_hour, &tm.tm_min, &tm.tm_sec, frac) < 6)
-		return 0;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	for (int i = 0; i < 6; i++)
-		us = us * 10 + (frac[i] >= '0' && frac[i] <= '9' ? frac[i] - '0' : 0);
-	return (long long)timegm(&tm) * 1000000LL + us;
-}
-
-#define UA_PREFIX "steadfast/"
-#define UA_MARK "appwrapper-controller/"
-
-/* The successful mutating requests of the replicas since byte from. */
-static size_t audit_writes(long from, areq **out)
-{
-	char path[160];
-	snprintf(path, sizeof(path), "%s/audit.log", STATE);
-	FILE *f = fopen(path, "r");
-	cr_assert(f, "open %s", path);
-	fseek(f, from, SEEK_SET);
-	areq *a = NULL;
-	size_t n = 0, cap = 0;
-	char *line = NULL;
-	size_t lcap = 0;
-	ssize_t len;
-	while ((len = getline(&line, &lcap, f)) > 0) {
-		if (!strstr(line, UA_MARK) || !strstr(line, "\"ResponseComplete\""))
+	tl_audit_query q = {.stage = "ResponseComplete", .text = "appwrapper-controller/"};
+	tl_audit_req *v = NULL;
+	size_t nv = tl_audit_select(m, &q, &v);
+	areq *a = calloc(nv ? nv : 1, sizeof(*a));
+	cr_assert(a);
+	size_t n = 0;
+	for (size_t i = 0; i < nv; i++) {
+		const tl_audit_req *e = &v[i];
+		/* who: a replica's identity, from its user agent */
+		if (!e->who[0] || !tl_audit_is_write(e))
 			continue;
-		char err[256];
-		sf_obj *o = sf_obj_parse(line, (size_t)len, err, sizeof(err));
-		if (!o)
-			continue;
-		sf_jv r = sf_obj_root(o);
-		char ua[600] = "", ts[64] = "";
-		int64_t code = 0;
-		areq e = {0};
-		sf_jv_str(sf_jv_get(r, "userAgent"), ua, sizeof(ua));
-		sf_jv_str(sf_jv_get(r, "verb"), e.verb, sizeof(e.verb));
-		sf_jv_str(sf_jv_path(r, "objectRef.resource"), e.res, sizeof(e.res));
-		sf_jv_str(sf_jv_path(r, "objectRef.name"), e.name, sizeof(e.name));
-		sf_jv_str(sf_jv_get(r, "stageTimestamp"), ts, sizeof(ts));
-		sf_jv_int64(sf_jv_path(r, "responseStatus.code"), &code);
-		const char *id = strstr(ua, UA_MARK);
-		int write = !strcmp(e.verb, "create") || !strcmp(e.verb, "update") ||
-		            !strcmp(e.verb, "patch") || !strcmp(e.verb, "delete");
-		if (strncmp(ua, UA_PREFIX, strlen(UA_PREFIX)) == 0 && id && write && code >= 200 &&
-		    code < 300) {
-			snprintf(e.who, sizeof(e.who), "%s", id + strlen(UA_MARK));
-			e.lease = !strcmp(e.res, "leases") && !strcmp(e.name, LEASE);
-			e.us = audit_us(ts);
-			if (n == cap) {
-				cap = cap ? cap * 2 : 256;
-				a = realloc(a, cap * sizeof(*a));
-				cr_assert(a);
-			}
-			a[n++] = e;
-		}
-		sf_obj_unref(o);
+		areq *x = &a[n++];
+		snprintf(x->who, sizeof(x->who), "%s", e->who);
+		snprintf(x->verb, sizeof(x->verb), "%s", e->verb);
+		snprintf(x->res, sizeof(x->res), "%s", e->resource);
+		snprintf(x->name, sizeof(x->name), "%s", e->name);
+		x->lease = !strcmp(e->resource, "leases") && !strcmp(e->name, LEASE);
+		x->us = e->done_us;
 	}
-	free(line);
-	fclose(f);
+	free(v);
 	*out = a;
 	return n;
 }
@@ -951,15 +907,16 @@ static size_t audit_writes(long from, areq **out)
 static void sleeper_aw(const char *ns, const char *name, const char *image)
 {
 	char aw[2048];
-	snprintf(aw, sizeof(aw),
-	         "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
-	         "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"components\":[{"
-	         "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
-	         "\"spec\":{\"nodeName\":\"%s\",\"restartPolicy\":\"Never\","
-	         "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\",\"image\":"
-	         "\"%s\",\"imagePullPolicy\":\"Never\",\"command\":[\"/bin/busybox\",\"sleep\","
-	         "\"3600\"]}]}}}]}}",
-	         name, ns, name, NODE, image);
+	snprintf(
+	    aw, sizeof(aw),
+	    "{\"apiVersion\":\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\","
+	    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"components\":[{"
+	    "\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
+	    "\"spec\":{\"nodeName\":\"%s\",\"restartPolicy\":\"Never\","
+	    "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\",\"image\":"
+	    "\"%s\",\"imagePullPolicy\":\"Never\",\"command\":[\"/bin/busybox\",\"sleep\","
+	    "\"3600\"]}]}}}]}}",
+	    name, ns, name, NODE, image);
 	tl_aw_create(&W, aw);
 }
 
@@ -968,8 +925,8 @@ static void aw_state(const char *ns, const char *n, char *phase, size_t pn, int6
                      char *uid, size_t un)
 {
 	char path[256];
-	snprintf(path, sizeof(path), "/apis/workload.codeflare.dev/v1beta2/namespaces/%s/appwrappers/%s",
-	         ns, n);
+	snprintf(path, sizeof(path),
+	         "/apis/workload.codeflare.dev/v1beta2/namespaces/%s/appwrappers/%s", ns, n);
 	sf_obj *o = get_obj(path);
 	cr_assert_not_null(o, "AppWrapper %s is gone", n);
 	phase[0] = 0;
@@ -1017,7 +974,8 @@ Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
 		int64_t resets;
 		int64_t t0 = sf_mono_ns();
 		do {
-			aw_state(ns, names[i], phase, sizeof(phase), &resets, uids[i], sizeof(uids[i]));
+			aw_state(ns, names[i], phase, sizeof(phase), &resets, uids[i],
+			         sizeof(uids[i]));
 			if (uids[i][0])
 				break;
 			pause_ms(200);
@@ -1030,9 +988,8 @@ Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
 
 	char apath[160];
 	snprintf(apath, sizeof(apath), "%s/audit.log", STATE);
-	struct stat sb;
-	cr_assert_eq(stat(apath, &sb), 0, "%s", apath);
-	long from = (long)sb.st_size;
+	tl_audit_mark from;
+	tl_audit_mark_end(&from, apath);
 	/* what `kubectl rollout restart` sends */
 	char body[256];
 	snprintf(body, sizeof(body),
@@ -1075,9 +1032,9 @@ Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
 	/* one leader at a time, and nobody writes outside its leadership */
 	pause_ms(1000); /* the audit log is written as requests finish */
 	areq *a = NULL;
-	size_t na = audit_writes(from, &a);
+	size_t na = audit_writes(&from, &a);
 	struct {
-		char who[160];
+		char who[128];
 		long long first, last;
 	} lead[16];
 	size_t nl = 0;
@@ -1110,8 +1067,9 @@ Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
 	for (size_t i = 0; i < nl; i++)
 		for (size_t j = 0; j < nl; j++)
 			if (i != j)
-				cr_assert(lead[i].last < lead[j].first || lead[j].last < lead[i].first,
-				          "leaderships of %s and %s overlap", lead[i].who, lead[j].who);
+				cr_assert(
+				    lead[i].last < lead[j].first || lead[j].last < lead[i].first,
+				    "leaderships of %s and %s overlap", lead[i].who, lead[j].who);
 	size_t others = 0;
 	for (size_t i = 0; i < na; i++) {
 		if (a[i].lease)
@@ -1126,8 +1084,9 @@ Test(node, rollout_restart_keeps_one_leader_and_disturbs_no_appwrapper)
 		          "%s %s/%s by %s outside its leadership", a[i].verb, a[i].res, a[i].name,
 		          a[i].who);
 	}
-	fprintf(stderr, "node: audit: %zu successful writes by replicas, %zu Lease writers, all "
-	                "inside their holder's leadership\n",
+	fprintf(stderr,
+	        "node: audit: %zu successful writes by replicas, %zu Lease writers, all "
+	        "inside their holder's leadership\n",
 	        na, nl);
 	(void)others;
 	free(a);

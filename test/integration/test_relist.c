@@ -28,6 +28,7 @@
 #include "steadfast/log.h"
 #include "steadfast/time.h"
 #include "tl.h"
+#include "tl_audit.h"
 
 static tl_kube I; /* the informer's client and loop */
 static tl_kube W; /* the writer's */
@@ -70,69 +71,6 @@ TestSuite(relist, .init = setup, .fini = teardown, .timeout = 240);
 
 /* ---- the audit log ---- */
 
-typedef struct audit_req {
-	char verb[16];
-	char uri[1024];
-	long code;
-} audit_req;
-
-#define MAX_REQS 64
-
-/* The requests (one per auditID, in order) first logged after line `from`
- * of the audit log whose requestURI contains `needle` (a watch open at
- * `from` ends with a line after it: it is not counted). */
-static int audit_reqs(const char *log, long from, const char *needle, audit_req *out, int max)
-{
-	FILE *f = fopen(log, "r");
-	cr_assert_not_null(f, "cannot open %s", log);
-	char *line = NULL;
-	size_t cap = 0;
-	long lineno = 0;
-	int n = 0, nold = 0;
-	static char ids[2 * MAX_REQS][64]; /* [0, nold): seen before from */
-	while (getline(&line, &cap, f) > 0) {
-		int old = ++lineno <= from;
-		if (!strstr(line, needle))
-			continue;
-		char err[128];
-		sf_obj *o = sf_obj_parse(line, strlen(line), err, sizeof(err));
-		if (!o)
-			continue; /* a line being written */
-		sf_jv root = sf_obj_root(o);
-		char id[64] = "";
-		sf_jv_str(sf_jv_get(root, "auditID"), id, sizeof(id));
-		int seen = 0;
-		for (int i = 0; i < nold + n && !seen; i++)
-			seen = strcmp(ids[i], id) == 0;
-		if (!seen && old && nold + n < MAX_REQS) {
-			snprintf(ids[nold++], sizeof(ids[0]), "%s", id);
-		} else if (!seen && !old && n < max && nold + n < 2 * MAX_REQS) {
-			audit_req *r = &out[n];
-			snprintf(ids[nold + n], sizeof(ids[0]), "%s", id);
-			sf_jv_str(sf_jv_get(root, "verb"), r->verb, sizeof(r->verb));
-			sf_jv_str(sf_jv_get(root, "requestURI"), r->uri, sizeof(r->uri));
-			int64_t code = 0;
-			sf_jv_int64(sf_jv_path(root, "responseStatus.code"), &code);
-			r->code = (long)code;
-			n++;
-		}
-		sf_obj_unref(o);
-	}
-	free(line);
-	fclose(f);
-	return n;
-}
-
-static long audit_lines(const char *log)
-{
-	sf_buf out;
-	sf_buf_init(&out, 0);
-	tl_sh(&out, "wc -l < '%s'", log);
-	long n = atol(out.data ? out.data : "0");
-	sf_buf_free(&out);
-	return n;
-}
-
 static int never(void *ud)
 {
 	(void)ud;
@@ -140,25 +78,30 @@ static int never(void *ud)
 }
 
 /* Waits (polling the file: no watch reports audit lines) until at least
- * `want` requests matching needle have been logged after `from`. */
-static int audit_wait(tl_kube *k, const char *log, long from, const char *needle, int want,
-                      audit_req *out)
+ * `want` requests whose line holds needle (one per auditID, in order) are
+ * first logged after mark m (a watch open at m ends with a line after it:
+ * it is not counted); *out as tl_audit_select's. */
+static size_t audit_wait(tl_kube *k, const tl_audit_mark *m, const char *needle, size_t want,
+                         tl_audit_req **out)
 {
+	tl_audit_query q = {.text = needle, .first = 1};
 	int64_t end = sf_mono_ns() + 20 * SF_NSEC_PER_SEC;
-	int n;
-	while ((n = audit_reqs(log, from, needle, out, MAX_REQS)) < want && sf_mono_ns() < end)
+	size_t n;
+	while ((n = tl_audit_select(m, &q, out)) < want && sf_mono_ns() < end) {
+		free(*out);
 		tl_run_until_fn(&k->loop, never, NULL, 100);
+	}
 	return n;
 }
 
-static void dump(const audit_req *r, int n)
+static void dump(const tl_audit_req *r, size_t n)
 {
-	for (int i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		fprintf(stderr, "  %s %ld %s\n", r[i].verb, r[i].code, r[i].uri);
 }
 
 /* A list: a LIST, or a watch with sendInitialEvents (a WatchList). */
-static int is_list(const audit_req *r)
+static int is_list(const tl_audit_req *r)
 {
 	return strcmp(r->verb, "list") == 0 ||
 	       (strcmp(r->verb, "watch") == 0 && strstr(r->uri, "sendInitialEvents=true"));
@@ -217,7 +160,6 @@ static sf_reflector_stats stats_of(sf_informer *inf)
 
 Test(relist, watch_list_syncs_from_one_consistent_stream_and_sees_changes)
 {
-	const char *audit = tl_env("STEADFAST_AUDIT_LOG");
 	char ns[64], needle[128];
 	tl_namespace(&W, "it-wl", ns, sizeof(ns));
 	snprintf(needle, sizeof(needle), "/namespaces/%s/configmaps?", ns);
@@ -226,7 +168,8 @@ Test(relist, watch_list_syncs_from_one_consistent_stream_and_sees_changes)
 		snprintf(name, sizeof(name), "cm-%d", i);
 		tl_cm_write(&W, "POST", ns, name, NULL, "1", NULL, 0);
 	}
-	long mark = audit_lines(audit);
+	tl_audit_mark mark;
+	tl_audit_mark_now(&mark);
 	sf_informer *inf = start_informer(&I, ns, 0);
 	cr_assert_eq(tl_run_until_fn(&I.loop, informer_synced, inf, 30000), 0, "not synced");
 	cr_assert_eq(sf_store_len(sf_informer_store(inf)), 3);
@@ -247,15 +190,16 @@ Test(relist, watch_list_syncs_from_one_consistent_stream_and_sees_changes)
 	cr_assert_eq(st.watches, 1, "the stream did not go on as the watch");
 	cr_assert_eq(st.events, 3);
 
-	audit_req r[MAX_REQS];
-	int n = audit_wait(&I, audit, mark, needle, 1, r);
+	tl_audit_req *r = NULL;
+	size_t n = audit_wait(&I, &mark, needle, 1, &r);
 	dump(r, n);
-	cr_assert_eq(n, 1, "%d requests for %s", n, needle);
+	cr_assert_eq(n, 1, "%zu requests for %s", n, needle);
 	cr_assert_str_eq(r[0].verb, "watch");
 	cr_assert(strstr(r[0].uri, "sendInitialEvents=true"), "%s", r[0].uri);
 	cr_assert(strstr(r[0].uri, "resourceVersionMatch=NotOlderThan"), "%s", r[0].uri);
 	cr_assert(strstr(r[0].uri, "allowWatchBookmarks=true"), "%s", r[0].uri);
 	cr_assert_null(strstr(r[0].uri, "resourceVersion="), "not consistent: %s", r[0].uri);
+	free(r);
 	stop_informer();
 	tl_namespace_delete(&W, ns);
 }
@@ -267,7 +211,6 @@ Test(relist, watch_list_syncs_from_one_consistent_stream_and_sees_changes)
  * with resourceVersionMatch=NotOlderThan: not a quorum read. */
 Test(relist, a_relist_after_a_watch_410_is_not_older_than_the_last_version)
 {
-	const char *audit = tl_env("STEADFAST_AUDIT_LOG");
 	for (int mode = 0; mode < 2; mode++) {
 		int wl = mode ? 0 : -1;
 		char ns[64], needle[128], rv[32], old_rv[32];
@@ -282,7 +225,8 @@ Test(relist, a_relist_after_a_watch_410_is_not_older_than_the_last_version)
 		wait_obj(&I, inf, ns, "d", rv);
 		long long last = atoll(sf_informer_last_rv(inf));
 		sf_reflector_stats before = stats_of(inf);
-		long mark = audit_lines(audit);
+		tl_audit_mark mark;
+		tl_audit_mark_now(&mark);
 		cr_assert_eq(tl_sh(NULL,
 		                   "test/cluster/restart-apiserver.sh '%s' restart >/dev/null",
 		                   tl_env("STEADFAST_CLUSTER_DIR")),
@@ -295,11 +239,11 @@ Test(relist, a_relist_after_a_watch_410_is_not_older_than_the_last_version)
 		cr_assert_geq(after.gone, before.gone + 1, "no 410 from the restarted server");
 		cr_assert_geq(after.lists, before.lists + 1);
 		cr_assert_eq(after.quorum_lists, before.quorum_lists, "a relist was a quorum read");
-		audit_req r[MAX_REQS];
-		int n = audit_wait(&I, audit, mark, needle, 2, r);
+		tl_audit_req *r = NULL;
+		size_t n = audit_wait(&I, &mark, needle, 2, &r);
 		dump(r, n);
 		int lists = 0;
-		for (int i = 0; i < n; i++) {
+		for (size_t i = 0; i < n; i++) {
 			if (!is_list(&r[i]))
 				continue;
 			lists++;
@@ -313,6 +257,7 @@ Test(relist, a_relist_after_a_watch_410_is_not_older_than_the_last_version)
 			cr_assert_null(strstr(r[i].uri, "limit="), "%s", r[i].uri);
 		}
 		cr_assert_geq(lists, 1, "no relist in the audit log");
+		free(r);
 		stop_informer();
 		tl_namespace_delete(&W, ns);
 	}
@@ -330,7 +275,6 @@ static void on_barrier(void *ud, int err)
  * the informer holds a version the watch cache could serve. */
 Test(relist, the_freshness_barrier_is_a_quorum_read_asked_after_its_moment)
 {
-	const char *audit = tl_env("STEADFAST_AUDIT_LOG");
 	for (int mode = 0; mode < 2; mode++) {
 		int wl = mode ? 0 : -1;
 		char ns[64], needle[128], rv[32];
@@ -340,7 +284,8 @@ Test(relist, the_freshness_barrier_is_a_quorum_read_asked_after_its_moment)
 		cr_assert_eq(tl_run_until_fn(&I.loop, informer_synced, inf, 30000), 0);
 		tl_cm_write(&W, "POST", ns, "a", NULL, "1", rv, sizeof(rv));
 		wait_obj(&I, inf, ns, "a", rv);
-		long mark = audit_lines(audit);
+		tl_audit_mark mark;
+		tl_audit_mark_now(&mark);
 		int64_t since = sf_mono_ns();
 		sf_barrier *b;
 		int done[2] = {0, 99};
@@ -350,12 +295,12 @@ Test(relist, the_freshness_barrier_is_a_quorum_read_asked_after_its_moment)
 		cr_assert_eq(tl_run_until(&I.loop, &done[0], 30000), 0, "barrier not passed");
 		cr_assert_eq(done[1], 0);
 		cr_assert_geq(sf_reflector_list_asked_ns(sf_informer_reflector(inf)), since);
-		audit_req r[MAX_REQS];
+		tl_audit_req *r = NULL;
 		/* the list and (a LIST's) watch */
-		int n = audit_wait(&I, audit, mark, needle, mode ? 1 : 2, r);
+		size_t n = audit_wait(&I, &mark, needle, mode ? 1 : 2, &r);
 		dump(r, n);
 		int lists = 0;
-		for (int i = 0; i < n; i++) {
+		for (size_t i = 0; i < n; i++) {
 			if (!is_list(&r[i]))
 				continue;
 			lists++;
@@ -365,6 +310,7 @@ Test(relist, the_freshness_barrier_is_a_quorum_read_asked_after_its_moment)
 			               r[i].uri);
 		}
 		cr_assert_eq(lists, 1, "%d lists for the barrier", lists);
+		free(r);
 		stop_informer();
 		tl_namespace_delete(&W, ns);
 	}
@@ -402,7 +348,8 @@ Test(relist_nowl, a_refused_watch_list_falls_back_to_list_and_watch)
 	tl_namespace(&K2, "it-nowl", ns, sizeof(ns));
 	snprintf(needle, sizeof(needle), "/namespaces/%s/configmaps?", ns);
 	tl_cm_write(&K2, "POST", ns, "a", NULL, "1", NULL, 0);
-	long mark = audit_lines(audit);
+	tl_audit_mark mark;
+	tl_audit_mark_end(&mark, audit);
 	sf_informer *inf = start_informer(&K2, ns, 0);
 	cr_assert_eq(tl_run_until_fn(&K2.loop, informer_synced, inf, 30000), 0, "not synced");
 	cr_assert_eq(sf_store_len(sf_informer_store(inf)), 1);
@@ -414,8 +361,8 @@ Test(relist_nowl, a_refused_watch_list_falls_back_to_list_and_watch)
 	tl_cm_write(&K2, "POST", ns, "b", NULL, "1", rv, sizeof(rv));
 	wait_obj(&K2, inf, ns, "b", rv);
 
-	audit_req r[MAX_REQS];
-	int n = audit_wait(&K2, audit, mark, needle, 3, r);
+	tl_audit_req *r = NULL;
+	size_t n = audit_wait(&K2, &mark, needle, 3, &r);
 	dump(r, n);
 	cr_assert_geq(n, 3);
 	cr_assert_str_eq(r[0].verb, "watch");
@@ -425,4 +372,5 @@ Test(relist_nowl, a_refused_watch_list_falls_back_to_list_and_watch)
 	cr_assert(strstr(r[1].uri, "resourceVersion=0"), "%s", r[1].uri);
 	cr_assert_str_eq(r[2].verb, "watch");
 	cr_assert_null(strstr(r[2].uri, "sendInitialEvents"), "%s", r[2].uri);
+	free(r);
 }

@@ -121,12 +121,12 @@ static const sf_gvr MWHS = {"admissionregistration.k8s.io", "v1", "mutatingwebho
 
 static tl_kube K;
 static tl_aw_watch W;
-static char NS[64];   /* the AppWrappers' namespace */
-static char SYS[64];  /* upstream's (and the Lease's) namespace */
-static char OWN[64];  /* Steadfast's own (its admission parameters) */
+static char NS[64];      /* the AppWrappers' namespace */
+static char SYS[64];     /* upstream's (and the Lease's) namespace */
+static char OWN[64];     /* Steadfast's own (its admission parameters) */
 static char PARAMS[160]; /* --admission-params OWN/steadfast-admission */
-static char WORK[96]; /* scratch: configs, certificates, upstream's TMPDIR */
-static char CFG[160]; /* the operator config file (Steadfast's copy) */
+static char WORK[96];    /* scratch: configs, certificates, upstream's TMPDIR */
+static char CFG[160];    /* the operator config file (Steadfast's copy) */
 
 /* ---- what the watches delivered ---- */
 
@@ -226,8 +226,8 @@ static void event_seen(void *ud, sf_obj *o)
 	    strstr(msg, "reset"))
 		bad("Event about %s: %s %s: %s", name, type, reason, msg);
 	else
-		fprintf(stderr, "upgrade: Event during the observation, about %s: %s %s: %s\n", name,
-		        type, reason, msg);
+		fprintf(stderr, "upgrade: Event during the observation, about %s: %s %s: %s\n",
+		        name, type, reason, msg);
 }
 
 static void event_add(void *ud, sf_obj *o)
@@ -447,9 +447,10 @@ static const char *config_text(int kueue, char *buf, size_t n)
 	 * $TMPDIR/k8s-webhook-server/serving-certs: the rotator must write it
 	 * there */
 	if (kueue)
-		snprintf(cm, sizeof(cm),
-		         "certManagement:\n  certificateDir: %s/tmp/k8s-webhook-server/serving-certs\n",
-		         WORK);
+		snprintf(
+		    cm, sizeof(cm),
+		    "certManagement:\n  certificateDir: %s/tmp/k8s-webhook-server/serving-certs\n",
+		    WORK);
 	snprintf(buf, n,
 	         "controllerManager:\n"
 	         "  leaderElection: true\n"
@@ -475,8 +476,8 @@ static void write_configs(int kueue)
 	fclose(f);
 	sf_buf body;
 	sf_buf_init(&body, 0);
-	cr_assert_eq(sf_buf_printf(&body, "{\"metadata\":{\"name\":\"" UPSTREAM_CM "\"},\"data\":{"),
-	             0);
+	cr_assert_eq(
+	    sf_buf_printf(&body, "{\"metadata\":{\"name\":\"" UPSTREAM_CM "\"},\"data\":{"), 0);
 	cr_assert_eq(sf_buf_puts(&body, "\"config.yaml\":\""), 0);
 	for (const char *p = text; *p; p++) {
 		if (*p == '\n')
@@ -521,9 +522,9 @@ static tl_ctl *upstream_start(const char *version, const char *id)
 	snprintf(kc, sizeof(kc), "KUBECONFIG=%s", tl_env("KUBECONFIG"));
 	snprintf(nsenv, sizeof(nsenv), "NAMESPACE=%s", SYS);
 	snprintf(tmp, sizeof(tmp), "TMPDIR=%s/tmp", WORK);
-	const char *launcher[] = {"setpriv", "--pdeathsig", "KILL", "env",         kc,
-	                          nsenv,     tmp,           exec_sh, SYS,          bin,
-	                          "--config", UPSTREAM_CM,  NULL};
+	const char *launcher[] = {"setpriv",  "--pdeathsig", "KILL",  "env", kc,
+	                          nsenv,      tmp,           exec_sh, SYS,   bin,
+	                          "--config", UPSTREAM_CM,   NULL};
 	tl_ctl_opts o = {.ns = SYS, .id = id, .raw = 1, .launcher = launcher};
 	return tl_ctl_start(&K.loop, &o);
 }
@@ -622,19 +623,20 @@ static void apply(const char *yaml)
 static void queues(const char *cpu)
 {
 	char y[2048];
-	snprintf(y, sizeof(y),
-	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: %s-rf\n"
-	         "spec: {}\n---\n"
-	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: %s-cq\n"
-	         "spec:\n  namespaceSelector: {}\n  resourceGroups:\n"
-	         "  - coveredResources: [cpu, memory]\n    flavors:\n"
-	         "    - name: %s-rf\n      resources:\n"
-	         "      - {name: cpu, nominalQuota: \"%s\"}\n"
-	         "      - {name: memory, nominalQuota: 64Gi}\n"
-	         "---\n"
-	         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: lq\n"
-	         "spec:\n  clusterQueue: %s-cq\n",
-	         NS, NS, NS, cpu, NS);
+	snprintf(
+	    y, sizeof(y),
+	    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: %s-rf\n"
+	    "spec: {}\n---\n"
+	    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: %s-cq\n"
+	    "spec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+	    "  - coveredResources: [cpu, memory]\n    flavors:\n"
+	    "    - name: %s-rf\n      resources:\n"
+	    "      - {name: cpu, nominalQuota: \"%s\"}\n"
+	    "      - {name: memory, nominalQuota: 64Gi}\n"
+	    "---\n"
+	    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: lq\n"
+	    "spec:\n  clusterQueue: %s-cq\n",
+	    NS, NS, NS, cpu, NS);
 	apply(y);
 	char cq[96], st[16];
 	snprintf(cq, sizeof(cq), "%s-cq", NS);
@@ -659,7 +661,8 @@ static void create_aw(int i, int kueue, int suspend)
 {
 	char body[2048], labels[128] = "", susp[64] = "";
 	if (kueue)
-		snprintf(labels, sizeof(labels), "\"labels\":{\"kueue.x-k8s.io/queue-name\":\"lq\"},");
+		snprintf(labels, sizeof(labels),
+		         "\"labels\":{\"kueue.x-k8s.io/queue-name\":\"lq\"},");
 	else
 		snprintf(susp, sizeof(susp), "\"suspend\":%s,", suspend ? "true" : "false");
 	snprintf(body, sizeof(body),
@@ -810,11 +813,12 @@ static int recreate_orphans(int from, int to)
 		int orphan = orphaned_by_kueue(i);
 		if (!orphan && !job_suspended_under(i))
 			continue;
-		fprintf(stderr,
-		        "upgrade: set-up: %s: %s; deleting it and creating it again\n", TRACK[i].aw,
-		        orphan ? "Kueue finished its Workload as an orphan (OwnerNotFound) while it "
-		                 "exists"
-		               : "Kueue suspended its Job (no unfinished admitted Workload)");
+		fprintf(stderr, "upgrade: set-up: %s: %s; deleting it and creating it again\n",
+		        TRACK[i].aw,
+		        orphan
+		            ? "Kueue finished its Workload as an orphan (OwnerNotFound) while it "
+		              "exists"
+		            : "Kueue suspended its Job (no unfinished admitted Workload)");
 		recreate_aw(i);
 		again++;
 	}
@@ -875,7 +879,8 @@ static void make_workload(int kueue)
 	}
 	for (int i = NRUN; i < NAW; i++) {
 		sf_obj *o = tl_aw_cached(&W, TRACK[i].aw);
-		cr_assert(o && sf_jv_type(sf_jv_path(sf_obj_root(o), "spec.suspend")) == SF_JSON_TRUE,
+		cr_assert(o && sf_jv_type(sf_jv_path(sf_obj_root(o), "spec.suspend")) ==
+		                   SF_JSON_TRUE,
 		          "%s is not suspended", TRACK[i].aw);
 		cr_assert_eq(tl_aw_labelled(W.jobs, TRACK[i].aw), 0, "%s has a Job", TRACK[i].aw);
 		if (kueue)
@@ -904,8 +909,12 @@ static void snapshot(void)
  * snapshot: structurally equal, or the test fails naming each difference. */
 static void compare_snapshot(const char *who_before)
 {
-	static const char *const paths[] = {"status", "metadata.labels", "metadata.annotations",
-	                                    "metadata.finalizers", "spec.suspend", NULL};
+	static const char *const paths[] = {"status",
+	                                    "metadata.labels",
+	                                    "metadata.annotations",
+	                                    "metadata.finalizers",
+	                                    "spec.suspend",
+	                                    NULL};
 	int diffs = 0;
 	for (int i = 0; i < NAW; i++) {
 		sf_obj *now = tl_aw_cached(&W, TRACK[i].aw);
@@ -916,7 +925,8 @@ static void compare_snapshot(const char *who_before)
 			char where[512] = "";
 			if (!sf_jv_ok(a) && !sf_jv_ok(b))
 				continue;
-			if (sf_jv_ok(a) && sf_jv_ok(b) && tl_aw_json_equal(a, b, where, sizeof(where)))
+			if (sf_jv_ok(a) && sf_jv_ok(b) &&
+			    tl_aw_json_equal(a, b, where, sizeof(where)))
 				continue;
 			diffs++;
 			fprintf(stderr,
@@ -957,13 +967,14 @@ static void check_audit(const tl_audit_mark *m)
 		}
 		if (strcmp(e->resource, "appwrappers") == 0) {
 			awwrites++;
-			fprintf(stderr, "upgrade: audit: %s appwrappers%s%s %s by '%s' (%ld)\n", e->verb,
-			        e->sub[0] ? "/" : "", e->sub, e->name, e->who, e->code);
+			fprintf(stderr, "upgrade: audit: %s appwrappers%s%s %s by '%s' (%ld)\n",
+			        e->verb, e->sub[0] ? "/" : "", e->sub, e->name, e->who, e->code);
 		}
 	}
 	free(v);
-	fprintf(stderr, "upgrade: audit: %d AppWrapper writes across the handover and the "
-	                "observation\n",
+	fprintf(stderr,
+	        "upgrade: audit: %d AppWrapper writes across the handover and the "
+	        "observation\n",
 	        awwrites);
 	cr_assert_eq(comp, 0, "%d Jobs or pods created or deleted across the handover (above)",
 	             comp);
@@ -997,7 +1008,8 @@ static void record_handover(const char *dir, const char *version, int kueue, dou
 	        kueue ? "kueue+webhooks" : "plain", ms);
 	FILE *f = fopen(path, "a");
 	if (f) {
-		fprintf(f, "%s\t%s\t%s\t%.0f\n", dir, version, kueue ? "kueue+webhooks" : "plain", ms);
+		fprintf(f, "%s\t%s\t%s\t%.0f\n", dir, version, kueue ? "kueue+webhooks" : "plain",
+		        ms);
 		fclose(f);
 	}
 }
@@ -1009,11 +1021,13 @@ static void admit_queued(int kueue)
 		char cq[96];
 		snprintf(cq, sizeof(cq), "%s-cq", NS);
 		char patch[512];
-		snprintf(patch, sizeof(patch),
-		         "{\"spec\":{\"resourceGroups\":[{\"coveredResources\":[\"cpu\",\"memory\"],"
-		         "\"flavors\":[{\"name\":\"%s-rf\",\"resources\":[{\"name\":\"cpu\","
-		         "\"nominalQuota\":\"10\"},{\"name\":\"memory\",\"nominalQuota\":\"64Gi\"}]}]}]}}",
-		         NS);
+		snprintf(
+		    patch, sizeof(patch),
+		    "{\"spec\":{\"resourceGroups\":[{\"coveredResources\":[\"cpu\",\"memory\"],"
+		    "\"flavors\":[{\"name\":\"%s-rf\",\"resources\":[{\"name\":\"cpu\","
+		    "\"nominalQuota\":\"10\"},{\"name\":\"memory\",\"nominalQuota\":\"64Gi\"}]}]}]}"
+		    "}",
+		    NS);
 		tl_res r;
 		sf_kube_req q = {.method = "PATCH",
 		                 .gvr = &GVR_CLUSTERQUEUES,
@@ -1022,7 +1036,8 @@ static void admit_queued(int kueue)
 		                 .body_len = strlen(patch),
 		                 .content_type = "application/merge-patch+json"};
 		tl_do(&K, &q, &r);
-		cr_assert_eq(r.http_status, 200, "raise the quota: %ld %s", r.http_status, r.message);
+		cr_assert_eq(r.http_status, 200, "raise the quota: %ld %s", r.http_status,
+		             r.message);
 		tl_res_clear(&r);
 	} else {
 		for (int i = NRUN; i < NAW; i++)
@@ -1030,7 +1045,8 @@ static void admit_queued(int kueue)
 	}
 	wait_running(NRUN, NAW, 180000);
 	for (int i = 0; i < NAW; i++)
-		cr_assert_eq(TRACK[i].njob_uids, 1, "%s had %d Jobs", TRACK[i].aw, TRACK[i].njob_uids);
+		cr_assert_eq(TRACK[i].njob_uids, 1, "%s had %d Jobs", TRACK[i].aw,
+		             TRACK[i].njob_uids);
 }
 
 static int count_visit(void *ud, sf_obj *o)
@@ -1092,8 +1108,8 @@ static void install_policies(void)
 {
 	char path[4096], nsline[128];
 	snprintf(nsline, sizeof(nsline), "namespace: %s", OWN);
-	char *params = read_file(tl_aw_src_path("manifests/admission/params.yaml", path,
-	                                        sizeof(path)));
+	char *params =
+	    read_file(tl_aw_src_path("manifests/admission/params.yaml", path, sizeof(path)));
 	char *p1 = replace_all(params, "namespace: steadfast-system", nsline);
 	/* shipped "false" since b236d31; set in any case, as the doc says */
 	char *p2 = replace_all(p1, "manageJobsWithoutQueueName: \"true\"",
@@ -1129,10 +1145,12 @@ static void dry_run_create(const char *json, tl_res *r)
 }
 
 #define PROBE_HEAD                                                                                 \
-	"{\"apiVersion\":\"" SF_AW_API_VERSION "\",\"kind\":\"AppWrapper\",\"metadata\":{\"name\":" \
+	"{\"apiVersion\":\"" SF_AW_API_VERSION                                                     \
+	"\",\"kind\":\"AppWrapper\",\"metadata\":{\"name\":"                                       \
 	"\"probe\",\"labels\":{\"kueue.x-k8s.io/queue-name\":\"lq\"}},\"spec\":{\"components\":["
 #define PROBE_POD(ns_member)                                                                       \
-	"{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"" ns_member \
+	"{\"template\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"            \
+	"\"p\"" ns_member                                                                          \
 	"},\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}}"
 
 /* Retries a dry-run create until pred holds for its answer (30 s). */
@@ -1143,8 +1161,8 @@ static void await_answer(const char *json, int (*pred)(const tl_res *r), const c
 		dry_run_create(json, &r);
 		if (pred(&r))
 			break;
-		cr_assert_gt(left, 0, "%s: not within 30 s; last answer %ld %s", what, r.http_status,
-		             r.message);
+		cr_assert_gt(left, 0, "%s: not within 30 s; last answer %ld %s", what,
+		             r.http_status, r.message);
 		tl_res_clear(&r);
 		pause_ms(200);
 	}

@@ -289,7 +289,8 @@ static int catchup_next(loopset *ls, m_state *s, const uint64_t h[2], int labels
 			if (!m_pass_second(s))
 				return 0;
 			if (label)
-				snprintf(label, ln, "1 s passes while the controller goes round (t=%d)",
+				snprintf(label, ln,
+				         "1 s passes while the controller goes round (t=%d)",
 				         s->tick);
 			return 3;
 		}
@@ -453,9 +454,8 @@ static void print_trace(search *S, uint32_t last_parent, int last_succ, int live
 	m_state s;
 	if (m_seed(S->sc, &s, &tr, &pre) < 0)
 		die("a seed script failed while printing a trace");
-	fprintf(stderr,
-	        "  trace: %d scripted transitions to the seed \"%s\", then %zu explored:\n", pre,
-	        m_seed_name(S->sc->seed), len + (liveness_tail ? 0 : 1));
+	fprintf(stderr, "  trace: %d scripted transitions to the seed \"%s\", then %zu explored:\n",
+	        pre, m_seed_name(S->sc->seed), len + (liveness_tail ? 0 : 1));
 	char d[4096];
 	fprintf(stderr, "     0. a new AppWrapper\n");
 	if (tr)
@@ -702,7 +702,8 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 		        ignored);
 	if (shared)
 		fprintf(stderr,
-		        "model: %" PRIu64 " violations the unmutated machine shares on the same events "
+		        "model: %" PRIu64
+		        " violations the unmutated machine shares on the same events "
 		        "(not the mutant's: passed over)\n",
 		        shared);
 	r->states = S->nstates;
@@ -735,10 +736,11 @@ static int explore_one(const m_bounds *b, const m_scen *sc, m_result *r)
 	                    : ": no violation",
 	        S->violated ? S->violation : "");
 	if (S->collect && S->nseen)
-		fprintf(stderr,
-		        "model [%s/%s]: %d distinct violations (shortest trace of each above), %" PRIu64
-		        " more reached again\n",
-		        b->name, sc->name, S->nseen, S->repeats);
+		fprintf(
+		    stderr,
+		    "model [%s/%s]: %d distinct violations (shortest trace of each above), %" PRIu64
+		    " more reached again\n",
+		    b->name, sc->name, S->nseen, S->repeats);
 	if (S->violated && !S->collect) {
 		if (S->live_fail)
 			print_trace(S, S->v_parent, 0, 1);

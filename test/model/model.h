@@ -32,19 +32,19 @@ typedef struct m_scen {
 	const char *name;
 	int seed; /* the milestone (world.c, milestones[]) */
 	int depth;
-	int admits;          /* Kueue admissions (suspend true -> false) */
-	int preempts;        /* Kueue preemptions (false -> true) */
-	int user_deletes;    /* the user deletes the AppWrapper */
-	int pod_failures;    /* a Running pod fails (exit code 1) */
-	int max_pods;        /* pods the Job controller creates */
-	int ticks;           /* seconds the clock may advance */
-	int crashes;         /* leader crashes (failover to a stale standby) */
-	int lost_answers;    /* a write applied whose answer is lost */
-	int foreign_404s;    /* a proxy's 404 on a live GET or a DELETE */
-	int lingers;         /* a deleted Job stays, terminating (a foreign finalizer) */
-	int foreign_deletes; /* someone else deletes a component (kubectl delete) */
-	int edits;           /* the user edits the AppWrapper's annotations */
-	int second;          /* the second component's kind: M_NONE, M_POD, M_DEPLOY */
+	int admits;                   /* Kueue admissions (suspend true -> false) */
+	int preempts;                 /* Kueue preemptions (false -> true) */
+	int user_deletes;             /* the user deletes the AppWrapper */
+	int pod_failures;             /* a Running pod fails (exit code 1) */
+	int max_pods;                 /* pods the Job controller creates */
+	int ticks;                    /* seconds the clock may advance */
+	int crashes;                  /* leader crashes (failover to a stale standby) */
+	int lost_answers;             /* a write applied whose answer is lost */
+	int foreign_404s;             /* a proxy's 404 on a live GET or a DELETE */
+	int lingers;                  /* a deleted Job stays, terminating (a foreign finalizer) */
+	int foreign_deletes;          /* someone else deletes a component (kubectl delete) */
+	int edits;                    /* the user edits the AppWrapper's annotations */
+	int second;                   /* the second component's kind: M_NONE, M_POD, M_DEPLOY */
 	int completions, parallelism; /* the Job's, when not the bound's (0) */
 	/* An executor variant (not executor.c's): the informer dropping the
 	 * copy a DELETE of ours was acknowledged for counts as gone when the
@@ -74,8 +74,8 @@ typedef struct m_result {
 	uint64_t steps;       /* sf_awp_step calls (not served from the step cache) */
 	uint64_t live_checked;
 	uint64_t mut_diffs, mut_diffs_ending; /* m_mutant_diffs */
-	int depth; /* deepest level completed (or reached, on a violation) */
-	int scen;  /* the scenario of the violation */
+	int depth;    /* deepest level completed (or reached, on a violation) */
+	int scen;     /* the scenario of the violation */
 	int distinct; /* the unmutated run: distinct violations reported */
 	double seconds;
 	int violated;
@@ -94,12 +94,12 @@ void m_bounds_large(m_bounds *b);
 
 /* ---- between world.c and explore.c ---- */
 
-#define M_AWH 10   /* AppWrapper versions kept (the leader's view .. the latest) */
-#define M_JH 16    /* versions of a component's name kept */
-#define M_PH 28    /* pod-set versions kept (the leader's view .. the latest) */
-#define M_PODS 5   /* pods in one pod-set version */
-#define M_REQ 10   /* requests in flight */
-#define M_LP 5     /* pods a live list remembers */
+#define M_AWH 10    /* AppWrapper versions kept (the leader's view .. the latest) */
+#define M_JH 16     /* versions of a component's name kept */
+#define M_PH 28     /* pod-set versions kept (the leader's view .. the latest) */
+#define M_PODS 5    /* pods in one pod-set version */
+#define M_REQ 10    /* requests in flight */
+#define M_LP 5      /* pods a live list remembers */
 #define M_PACK 1024 /* bytes of a packed state, at most */
 
 /* The user's annotation edits (m_aw.ann): the retryLimit annotation set
@@ -109,8 +109,8 @@ enum { ANN_RL0 = 1, ANN_RL2 = 2, ANN_RL = 3, ANN_FG0 = 4 };
 
 typedef struct m_aw {
 	uint8_t exists, suspend, fin, deleting, psi; /* psi: Kueue's podSetInfos */
-	uint8_t ann;                                /* the user's edits (ANN_*) */
-	uint16_t status;                            /* interned status text, 0 = none */
+	uint8_t ann;                                 /* the user's edits (ANN_*) */
+	uint16_t status;                             /* interned status text, 0 = none */
 } m_aw;
 
 /* One version of a component's name (the Job's, the Pod's or the
@@ -159,7 +159,7 @@ typedef struct m_cmem {
 /* The leader's memory of this term (ctl.h's aw_mem). */
 typedef struct m_leader {
 	m_cmem c[M_NCOMP];
-	uint8_t lp_have, lp_answered, lp_asked, lp_n;   /* last live LIST, one step */
+	uint8_t lp_have, lp_answered, lp_asked, lp_n; /* last live LIST, one step */
 	m_pod lp[M_LP];
 	uint8_t deletes_acked, clock;
 	int8_t written; /* our last write's version, relative to the view; <= 0: none */
@@ -170,11 +170,11 @@ typedef struct m_leader {
 typedef struct m_state {
 	uint8_t naw, npod;
 	uint8_t njob[M_NCOMP], jview[M_NCOMP];
-	m_aw aw[M_AWH];        /* aw[0] is the leader's view, aw[naw-1] the real one */
+	m_aw aw[M_AWH]; /* aw[0] is the leader's view, aw[naw-1] the real one */
 	/* job[c][jview[c]] is the leader's view of component c's name,
 	 * job[c][njob[c]-1] the real one */
 	m_job job[M_NCOMP][M_JH];
-	m_podset pods[M_PH];   /* pods[0] is the leader's view, pods[npod-1] the real one */
+	m_podset pods[M_PH]; /* pods[0] is the leader's view, pods[npod-1] the real one */
 	uint8_t next_inc[M_NCOMP], next_pod, tick;
 	/* budgets left */
 	uint8_t b_admit, b_preempt, b_udelete, b_podfail, b_pods, b_tick;
@@ -194,7 +194,7 @@ typedef struct m_state {
 	uint8_t fdel_ok[M_NCOMP];      /* an incarnation someone else deleted after such
 	                                * an answer had shown it alive */
 	uint8_t podfail_inc[M_NCOMP];  /* the incarnation of the last pod of its that failed */
-	uint8_t perturbed;      /* a perturbation that may fail the AppWrapper happened */
+	uint8_t perturbed;             /* a perturbation that may fail the AppWrapper happened */
 	m_leader L;
 } m_state;
 

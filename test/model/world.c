@@ -40,10 +40,10 @@ static sf_aw_config cfg;
 static int ncomps;
 static int ckind[M_NCOMP];
 static char templates[M_NCOMP][512];
-static int completions, parallelism; /* the Job's */
+static int completions, parallelism;                  /* the Job's */
 static int64_t expected_pods, comp_expected[M_NCOMP]; /* all, each component's */
-static int gone_on_observe; /* the scenario's executor variant */
-static int scen_edits;      /* the scenario's user may edit annotations */
+static int gone_on_observe;                           /* the scenario's executor variant */
+static int scen_edits;                                /* the scenario's user may edit annotations */
 static uint64_t steps_run;
 /* the seeded mutation's decisions that differ from the shipped machine's */
 static uint64_t mut_diffs, mut_diffs_ending;
@@ -245,9 +245,9 @@ static const char *st_text(uint16_t id)
 
 typedef struct m_plan {
 	int rc;
-	uint16_t status; /* 0: none */
-	int8_t meta;     /* a metadata patch */
-	int8_t meta_fin; /* the finalizer is in the patched list */
+	uint16_t status;     /* 0: none */
+	int8_t meta;         /* a metadata patch */
+	int8_t meta_fin;     /* the finalizer is in the patched list */
 	int8_t meta_suspend; /* -1: not in the patch */
 	int8_t to;
 	uint8_t nacts;
@@ -305,7 +305,6 @@ uint64_t m_steps_run(void)
 	return steps_run;
 }
 
-
 /* ---- setup ---- */
 
 void m_world_init(const m_bounds *b)
@@ -340,16 +339,20 @@ static void scen_setup(const m_scen *sc)
 	         "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",%s}}}}",
 	         completions, parallelism, containers);
 	if (sc->second == M_POD)
-		snprintf(templates[1], sizeof(templates[1]),
-		         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-b\"},"
-		         "\"spec\":{\"restartPolicy\":\"Never\",%s}}",
-		         containers);
+		snprintf(
+		    templates[1], sizeof(templates[1]),
+		    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-b\"},"
+		    "\"spec\":{\"restartPolicy\":\"Never\",%s}}",
+		    containers);
 	else if (sc->second == M_DEPLOY)
-		snprintf(templates[1], sizeof(templates[1]),
-		         "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":"
-		         "\"deploy-b\"},\"spec\":{\"replicas\":%d,\"selector\":{\"matchLabels\":{\"app\":"
-		         "\"b\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"b\"}},\"spec\":{%s}}}}",
-		         B.replicas, containers);
+		snprintf(
+		    templates[1], sizeof(templates[1]),
+		    "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":"
+		    "\"deploy-b\"},\"spec\":{\"replicas\":%d,\"selector\":{\"matchLabels\":{"
+		    "\"app\":"
+		    "\"b\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"b\"}},\"spec\":{%s}}"
+		    "}}",
+		    B.replicas, containers);
 	char aw[2048], err[256];
 	size_t w = (size_t)snprintf(aw, sizeof(aw), "{\"spec\":{\"components\":[");
 	for (int i = 0; i < ncomps && w < sizeof(aw); i++)
@@ -459,8 +462,8 @@ static void emit(m_emit *e, const m_state *n, const char *label, const char *vio
 		e->fn(e, n, label, viol && viol[0] ? viol : NULL);
 }
 
-__attribute__((format(printf, 3, 4))) static const char *lbl(m_emit *e, char *buf,
-                                                              const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static const char *lbl(m_emit *e, char *buf, const char *fmt,
+                                                             ...)
 {
 	if (!e->labels)
 		return "";
@@ -544,16 +547,16 @@ static int aw_json(const m_aw *v, char *buf, size_t cap)
 		snprintf(ann, sizeof(ann), ",\"annotations\":{%s%s%s%s%s}",
 		         rl ? "\"" SF_AW_ANNOT_PREFIX "retryLimit\":\"" : "", rl ? rl : "",
 		         rl ? "\"" : "", rl && (v->ann & ANN_FG0) ? "," : "",
-		         v->ann & ANN_FG0
-		             ? "\"" SF_AW_ANNOT_PREFIX "forcefulDeletionGracePeriodDuration\":\"0s\""
-		             : "");
+		         v->ann & ANN_FG0 ? "\"" SF_AW_ANNOT_PREFIX
+		                            "forcefulDeletionGracePeriodDuration\":\"0s\""
+		                          : "");
 	}
 	size_t w = 0;
 	for (int i = 0; i < ncomps && w < sizeof(comps); i++)
-		w += (size_t)snprintf(comps + w, sizeof(comps) - w, "%s{%s\"template\":%s}", i ? "," : "",
-		                      v->psi ? "\"podSetInfos\":[{\"nodeSelector\":{\"zone\":\"a\"}}],"
-		                             : "",
-		                      templates[i]);
+		w += (size_t)snprintf(
+		    comps + w, sizeof(comps) - w, "%s{%s\"template\":%s}", i ? "," : "",
+		    v->psi ? "\"podSetInfos\":[{\"nodeSelector\":{\"zone\":\"a\"}}]," : "",
+		    templates[i]);
 	if (w >= sizeof(comps))
 		return -1;
 	return snprintf(buf, cap,
@@ -581,8 +584,7 @@ typedef struct m_claims {
  * a Pod component's pod by the AppWrapper: it is the component itself; a
  * Deployment's pod (restartPolicy Always) fails only when it is evicted,
  * without an exit code. */
-static void pod_add(sf_awp_pods *sum, const m_pod *p, const sf_aw_settings *set,
-                    const m_claims *cl)
+static void pod_add(sf_awp_pods *sum, const m_pod *p, const sf_aw_settings *set, const m_claims *cl)
 {
 	char buf[768], name[32], owner[200];
 	static const char *const ph[] = {"", "Pending", "Running", "Succeeded", "Failed"};
@@ -710,7 +712,8 @@ static int make_inc(m_state *s, int c, m_emit *e)
 			broken(e, "pod set full: raise M_PODS");
 			return inc;
 		}
-		q.p[slot] = (m_pod){(uint8_t)s->next_pod++, (uint8_t)inc, POD_PENDING, 0, (uint8_t)c};
+		q.p[slot] =
+		    (m_pod){(uint8_t)s->next_pod++, (uint8_t)inc, POD_PENDING, 0, (uint8_t)c};
 		push_pods(s, q, e);
 	}
 	return inc;
@@ -784,7 +787,8 @@ const char *m_check_state(const m_state *s)
 				continue;
 			if (inc && p->inc != inc) {
 				snprintf(v, sizeof(v),
-				         "invariant 3 (one incarnation at a time): pods of %s#%d and %s#%d are "
+				         "invariant 3 (one incarnation at a time): pods of %s#%d "
+				         "and %s#%d are "
 				         "both running or pending",
 				         INAME(c), inc, INAME(c), p->inc);
 				return v;
@@ -817,8 +821,8 @@ static int is_true(const st_cond *c, const char *reason)
 /* The checks of a write at the moment it lands; old is the version it
  * replaces (the real one: the resourceVersion precondition held). Every
  * invariant it breaks is named. */
-static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const m_plan *p,
-                        char *v, size_t vn)
+static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const m_plan *p, char *v,
+                        size_t vn)
 {
 	const st_info *o = st_get(old->status), *n = st_get(nw->status);
 	const m_podset *ps = real_pods(s);
@@ -860,7 +864,8 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 			         "spec.suspend=true after Kueue admitted the AppWrapper");
 		/* 2: the finalizer goes only when nothing runs */
 		if (old->fin && !nw->fin && (nonterm || unfinished >= 0))
-			viol_add(v, vn, "invariant 2 (nothing left running): finalizer removed while %s",
+			viol_add(v, vn,
+			         "invariant 2 (nothing left running): finalizer removed while %s",
 			         running);
 		return;
 	}
@@ -868,10 +873,11 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 		return;
 	/* 1: MissingComponent only for components no incarnation of which
 	 * lives: its message counts those it found */
-	if (is_true(&n->unhealthy, "MissingComponent") && !is_true(&o->unhealthy, "MissingComponent") &&
-	    nlive > n->unhealthy.found)
+	if (is_true(&n->unhealthy, "MissingComponent") &&
+	    !is_true(&o->unhealthy, "MissingComponent") && nlive > n->unhealthy.found)
 		viol_add(v, vn,
-		         "invariant 1 (no false MissingComponent): Unhealthy=MissingComponent (phase %s, "
+		         "invariant 1 (no false MissingComponent): Unhealthy=MissingComponent "
+		         "(phase %s, "
 		         "%" PRId64 " of %d found) while %s %s",
 		         phase_str(n->phase), n->unhealthy.found, ncomps, lives,
 		         nlive > 1 ? "live" : "lives");
@@ -902,11 +908,13 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 			snprintf(why, sizeof(why), "the only incarnation, %s#%d, is being deleted",
 			         INAME(c), j.inc);
 		else
-			snprintf(why, sizeof(why),
-			         "the live incarnation, %s#%d, predates the last reset or suspension",
-			         INAME(c), j.inc);
+			snprintf(
+			    why, sizeof(why),
+			    "the live incarnation, %s#%d, predates the last reset or suspension",
+			    INAME(c), j.inc);
 		viol_add(v, vn,
-		         "invariant 4 (created means created): %s%sComponentCreatedSuccessfully while %s",
+		         "invariant 4 (created means created): %s%sComponentCreatedSuccessfully "
+		         "while %s",
 		         ncomps > 1 ? CNAME(c) : "", ncomps > 1 ? " " : "", why);
 	}
 	/* 5: Succeeded only after every component's last incarnation
@@ -917,12 +925,14 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 			int latest = s->next_inc[c] - 1;
 			if (ckind[c] == M_DEPLOY)
 				viol_add(v, vn,
-				         "invariant 5 (no early success): Succeeded while the AppWrapper holds "
+				         "invariant 5 (no early success): Succeeded while the "
+				         "AppWrapper holds "
 				         "a Deployment (%s#%d, %s), which never completes",
 				         INAME(c), latest, live[c] ? "live" : "gone");
 			else if (!(latest && s->complete_inc[c] == latest))
 				viol_add(v, vn,
-				         "invariant 5 (no early success): Succeeded while %s#%d, the last %s "
+				         "invariant 5 (no early success): Succeeded while %s#%d, "
+				         "the last %s "
 				         "created, never %s",
 				         INAME(c), latest, ckind[c] == M_JOB ? "Job" : "Pod",
 				         ckind[c] == M_JOB ? "was Complete" : "Succeeded");
@@ -959,13 +969,15 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 		else
 			ok = 0;
 		if (!ok)
-			viol_add(v, vn, "invariant 7 (no reset without a failure): %s for %s while %s",
-			         failing ? "Failed" : "reset", r,
-			         strcmp(r, "FailedComponent") == 0 ? "the last Job created never Failed"
-			         : strcmp(r, "FoundFailedPods") == 0
-			             ? "no pod of the last incarnation created failed, and no failed pod "
-			               "is left"
-			             : "enough pods run");
+			viol_add(
+			    v, vn, "invariant 7 (no reset without a failure): %s for %s while %s",
+			    failing ? "Failed" : "reset", r,
+			    strcmp(r, "FailedComponent") == 0 ? "the last Job created never Failed"
+			    : strcmp(r, "FoundFailedPods") == 0
+			        ? "no pod of the last incarnation created failed, and no failed "
+			          "pod "
+			          "is left"
+			        : "enough pods run");
 	}
 	/* 8: the retry limit is the user's, as the annotation says when the
 	 * write lands: a reset only below it, Failed for a retryable failure
@@ -973,7 +985,8 @@ static void check_write(const m_state *s, const m_aw *old, const m_aw *nw, const
 	int limit = retry_limit_of(old);
 	if (n->resets > o->resets && o->resets >= limit)
 		viol_add(v, vn,
-		         "invariant 8 (the user's retry limit): reset %" PRId64 " while the retryLimit "
+		         "invariant 8 (the user's retry limit): reset %" PRId64
+		         " while the retryLimit "
 		         "annotation allows %d",
 		         n->resets, limit);
 	if (failing && o->resets < limit)
@@ -1112,9 +1125,11 @@ static void plan_diff(const char *json, size_t jlen, const m_plan *m, const m_pl
 	if (getenv("STEADFAST_MODEL_SHOWDIFF") && mut_diffs <= 20) {
 		char a[128] = "", b[128] = "";
 		for (int i = 0; i < m->nacts; i++)
-			snprintf(a + strlen(a), sizeof(a) - strlen(a), " %s", act_name(m->acts[i][0]));
+			snprintf(a + strlen(a), sizeof(a) - strlen(a), " %s",
+			         act_name(m->acts[i][0]));
 		for (int i = 0; i < ref->nacts; i++)
-			snprintf(b + strlen(b), sizeof(b) - strlen(b), " %s", act_name(ref->acts[i][0]));
+			snprintf(b + strlen(b), sizeof(b) - strlen(b), " %s",
+			         act_name(ref->acts[i][0]));
 		fprintf(stderr, "model: mutant decides [%s]%s%s, shipped [%s]%s%s%s\n", m->why,
 		        m->status ? " write;" : "", a, ref->why, ref->status ? " write;" : "", b,
 		        ending ? " (the mutant's ends a deletion)" : "");
@@ -1151,7 +1166,6 @@ void m_mutant_diffs(uint64_t *diffs, uint64_t *ending)
 	*diffs = mut_diffs;
 	*ending = mut_diffs_ending;
 }
-
 
 static void compute_plan(const char *json, size_t jlen, const sf_awp_comp *comp, int ncomp,
                          const m_podset *view, const m_leader *L, int64_t now, m_plan *p)
@@ -1310,8 +1324,8 @@ static void plan_label(const m_plan *p, const st_info *from, char *buf, size_t n
 		if (w < n && to->unhealthy.status &&
 		    (to->unhealthy.status != from->unhealthy.status ||
 		     strcmp(to->unhealthy.reason, from->unhealthy.reason)))
-			w += (size_t)snprintf(buf + w, n - w, ", Unhealthy=%c %s", to->unhealthy.status,
-			                      to->unhealthy.reason);
+			w += (size_t)snprintf(buf + w, n - w, ", Unhealthy=%c %s",
+			                      to->unhealthy.status, to->unhealthy.reason);
 		for (int c = 0; c < ncomps && w < n; c++)
 			if (to->comp_rd[c].status &&
 			    (to->comp_rd[c].status != from->comp_rd[c].status ||
@@ -1319,7 +1333,8 @@ static void plan_label(const m_plan *p, const st_info *from, char *buf, size_t n
 				w += (size_t)snprintf(buf + w, n - w, ", %s %s", CNAME(c),
 				                      to->comp_rd[c].reason);
 		if (w < n && to->quota.status != from->quota.status)
-			w += (size_t)snprintf(buf + w, n - w, ", QuotaReserved=%c", to->quota.status);
+			w += (size_t)snprintf(buf + w, n - w, ", QuotaReserved=%c",
+			                      to->quota.status);
 		if (w < n && strcmp(to->deleting.reason, from->deleting.reason))
 			w += (size_t)snprintf(buf + w, n - w, ", DeletingResources %s",
 			                      to->deleting.reason);
@@ -1336,7 +1351,8 @@ static void plan_label(const m_plan *p, const st_info *from, char *buf, size_t n
 		int k = p->acts[i][0];
 		w += (size_t)snprintf(buf + w, n - w, "%s%s", i ? " " : "; send ", act_name(k));
 		if (ncomps > 1 && w < n && k != SF_AWP_ACT_LIST_PODS && k != SF_AWP_ACT_DELETE_PODS)
-			w += (size_t)snprintf(buf + w, n - w, "(%s)", p->acts[i][1] < ncomps ? CNAME(p->acts[i][1]) : "?");
+			w += (size_t)snprintf(buf + w, n - w, "(%s)",
+			                      p->acts[i][1] < ncomps ? CNAME(p->acts[i][1]) : "?");
 	}
 }
 
@@ -1394,7 +1410,8 @@ static void do_reconcile(const m_state *s, m_emit *e)
 		m_state n = *s;
 		memset(&n.L, 0, sizeof(n.L));
 		n.L.clock = s->L.clock;
-		emit(e, &n, e->labels ? "reconcile: AppWrapper gone from the cache, memory dropped" : "",
+		emit(e, &n,
+		     e->labels ? "reconcile: AppWrapper gone from the cache, memory dropped" : "",
 		     NULL);
 		return;
 	}
@@ -1544,13 +1561,14 @@ static void answer_get(const m_state *s, int i, const m_req *r, int foreign, m_e
 				M->create_msg = 0;
 			} else {
 				M->create = (uint8_t)oc;
-				M->create_msg = oc == SF_AWP_CREATE_FATAL       ? MSG_FOREIGN
+				M->create_msg = oc == SF_AWP_CREATE_FATAL     ? MSG_FOREIGN
 				                : a.kind == SF_AWP_ANS_ABSENT ? MSG_VANISHED
 				                                              : MSG_GOING;
 			}
 		}
 		emit(e, &n,
-		     lbl(e, lb, "GET %s (after AlreadyExists) -> %s", CNAME(c), ans_str(&a, s, c, ab)),
+		     lbl(e, lb, "GET %s (after AlreadyExists) -> %s", CNAME(c),
+		         ans_str(&a, s, c, ab)),
 		     NULL);
 	} else if (r->kind == RQ_VERIFY) {
 		sf_awp_confirmed cf;
@@ -1599,8 +1617,9 @@ static void answer_delete_ok(const m_state *s, int i, const m_req *r, m_emit *e)
 			const char *what;
 			if (pod) {
 				pod_comp_delete(&n, c, r->c, e);
-				what = r->c ? ", its pod gone" : j.deleting ? " (already terminating)"
-				                                            : ", its pod terminating";
+				what = r->c         ? ", its pod gone"
+				       : j.deleting ? " (already terminating)"
+				                    : ", its pod terminating";
 			} else if (linger) {
 				m_job d = j;
 				d.deleting = 1;
@@ -1610,8 +1629,9 @@ static void answer_delete_ok(const m_state *s, int i, const m_req *r, m_emit *e)
 				what = ", held by a foreign finalizer";
 			} else if (!j.deleting) {
 				push_job(&n, c, (m_job){0, 0, 0, 0}, e);
-				what = ckind[c] == M_JOB ? ", job gone (its pods wait for GC)"
-				                         : ", deployment gone (its pods wait for GC)";
+				what = ckind[c] == M_JOB
+				           ? ", job gone (its pods wait for GC)"
+				           : ", deployment gone (its pods wait for GC)";
 			} else {
 				what = " (already deleting)";
 			}
@@ -1670,7 +1690,8 @@ static void answer_delete(const m_state *s, int i, const m_req *r, m_emit *e)
 		if (sf_awp_read_delete(&a, &gone) > 0)
 			learned_gone(&n, c);
 		emit(e, &n,
-		     lbl(e, lb, "DELETE %s#%d -> a proxy's 404 (not processed)", INAME(c), r->a), NULL);
+		     lbl(e, lb, "DELETE %s#%d -> a proxy's 404 (not processed)", INAME(c), r->a),
+		     NULL);
 	}
 }
 
@@ -1692,7 +1713,9 @@ static void do_requests(const m_state *s, m_emit *e)
 				m_state n = *s;
 				del_req(&n, i);
 				add_req(&n, e, RQ_ADOPT_GET, c, 0, 0, 0);
-				emit(e, &n, lbl(e, lb, "CREATE %s -> 409 AlreadyExists; GET", CNAME(c)), NULL);
+				emit(e, &n,
+				     lbl(e, lb, "CREATE %s -> 409 AlreadyExists; GET", CNAME(c)),
+				     NULL);
 				break;
 			}
 			for (int lost = 0; lost < 2; lost++) {
@@ -1847,12 +1870,13 @@ static void do_crash(const m_state *s, m_emit *e)
 			const m_req *r = &s->L.req[w[b]];
 			apply_write_req(&n, r, e);
 			if (e->labels && al < sizeof(applied))
-				al += (size_t)snprintf(applied + al, sizeof(applied) - al, " %s%s%s",
-				                       r->kind == RQ_CREATE   ? "CREATE"
-				                       : r->kind == RQ_DELETE ? "DELETE"
-				                                              : "DELETE pod",
-				                       r->kind == RQ_DELPOD ? "" : " ",
-				                       r->kind == RQ_DELPOD ? "" : CNAME(r->i));
+				al +=
+				    (size_t)snprintf(applied + al, sizeof(applied) - al, " %s%s%s",
+				                     r->kind == RQ_CREATE   ? "CREATE"
+				                     : r->kind == RQ_DELETE ? "DELETE"
+				                                            : "DELETE pod",
+				                     r->kind == RQ_DELPOD ? "" : " ",
+				                     r->kind == RQ_DELPOD ? "" : CNAME(r->i));
 		}
 		memset(&n.L, 0, sizeof(n.L));
 		/* the freshness barrier: the AppWrapper and pod caches hold a
@@ -1873,9 +1897,9 @@ static void do_crash(const m_state *s, m_emit *e)
 				rest /= n.njob[c];
 			}
 			for (int c = 1; c < ncomps && e->labels; c++)
-				vl += (size_t)snprintf(views + vl, sizeof(views) - vl,
-				                       ", its %s version %d of %d", cache_names[ckind[c]],
-				                       x.jview[c], n.njob[c] - 1);
+				vl += (size_t)snprintf(
+				    views + vl, sizeof(views) - vl, ", its %s version %d of %d",
+				    cache_names[ckind[c]], x.jview[c], n.njob[c] - 1);
 			int v0 = x.jview[0];
 			prune_jobs(&x);
 			emit(e, &x,
@@ -1953,7 +1977,8 @@ static void env_aw(const m_state *s, m_emit *e)
 		v.ann = (uint8_t)((v.ann & ~edits[k].mask) | edits[k].val);
 		push_aw(&n, v, e);
 		n.b_edit--;
-		emit(e, &n, lbl(e, lb, "the user annotates the AppWrapper %s", edits[k].what), NULL);
+		emit(e, &n, lbl(e, lb, "the user annotates the AppWrapper %s", edits[k].what),
+		     NULL);
 	}
 }
 
@@ -2003,12 +2028,14 @@ static void env_job(const m_state *s, int c, m_emit *e)
 		m_podset q = *ps;
 		int any = 0;
 		for (int i = 0; i < M_PODS; i++)
-			if (q.p[i].uid && q.p[i].own == c && q.p[i].inc == j.inc && !q.p[i].deleting &&
+			if (q.p[i].uid && q.p[i].own == c && q.p[i].inc == j.inc &&
+			    !q.p[i].deleting &&
 			    (q.p[i].phase == POD_PENDING || q.p[i].phase == POD_RUNNING))
 				q.p[i].deleting = 1, any = 1;
 		if (any)
 			push_pods(&n, q, e);
-		emit(e, &n, lbl(e, lb, "Job controller: job#%d Failed=True (backoffLimit 0)", j.inc),
+		emit(e, &n,
+		     lbl(e, lb, "Job controller: job#%d Failed=True (backoffLimit 0)", j.inc),
 		     NULL);
 	} else if (!failed && succ >= completions && !j.complete) {
 		m_state n = *s;
@@ -2075,8 +2102,9 @@ static void env_pods(const m_state *s, m_emit *e)
 			if (n.failures < 255)
 				n.failures++;
 			emit(e, &n,
-			     lbl(e, lb, "pod p%d of %s#%d Running->Failed (%s)", p->uid, inc_names[kind],
-			         p->inc, kind == M_DEPLOY ? "evicted" : "exit code 1"),
+			     lbl(e, lb, "pod p%d of %s#%d Running->Failed (%s)", p->uid,
+			         inc_names[kind], p->inc,
+			         kind == M_DEPLOY ? "evicted" : "exit code 1"),
 			     NULL);
 		}
 	}
@@ -2089,7 +2117,8 @@ static void env_pods(const m_state *s, m_emit *e)
 		m_podset q = *ps;
 		int any = 0;
 		for (int i = 0; i < M_PODS; i++)
-			if (q.p[i].uid && q.p[i].own == c && q.p[i].inc != j.inc && !q.p[i].deleting)
+			if (q.p[i].uid && q.p[i].own == c && q.p[i].inc != j.inc &&
+			    !q.p[i].deleting)
 				q.p[i].deleting = 1, any = 1;
 		if (any) {
 			m_state n = *s;
@@ -2134,7 +2163,7 @@ static void env_foreign(const m_state *s, m_emit *e)
 				}
 				emit(e, &n,
 				     lbl(e, lb, "someone else deletes %s#%d%s", INAME(c), j.inc,
-				         pod ? " (terminating)"
+				         pod      ? " (terminating)"
 				         : linger ? " (a foreign finalizer holds it)"
 				                  : ""),
 				     NULL);
@@ -2143,8 +2172,10 @@ static void env_foreign(const m_state *s, m_emit *e)
 		if (!pod && j.inc && j.deleting) {
 			m_state n = *s;
 			push_job(&n, c, (m_job){0, 0, 0, 0}, e);
-			emit(e, &n, lbl(e, lb, "%s#%d's foreign finalizer released: gone", INAME(c), j.inc),
-			     NULL);
+			emit(
+			    e, &n,
+			    lbl(e, lb, "%s#%d's foreign finalizer released: gone", INAME(c), j.inc),
+			    NULL);
 		}
 	}
 }
@@ -2170,7 +2201,8 @@ static void do_deliver(const m_state *s, m_emit *e)
 	for (int k = all ? s->naw - 1 : 1; k < s->naw; k++) {
 		m_state n = *s;
 		shift_aw(&n, k);
-		emit(e, &n, lbl(e, lb, "AppWrapper cache +%d version%s", k, k > 1 ? "s" : ""), NULL);
+		emit(e, &n, lbl(e, lb, "AppWrapper cache +%d version%s", k, k > 1 ? "s" : ""),
+		     NULL);
 	}
 	for (int k = all ? s->npod - 1 : 1; k < s->npod; k++) {
 		m_state n = *s;
@@ -2185,7 +2217,9 @@ static void do_deliver(const m_state *s, m_emit *e)
 			n.jview[c] = (uint8_t)k;
 			prune_jobs(&n);
 			int d = k - s->jview[c];
-			emit(e, &n, lbl(e, lb, "%s +%d version%s", cache_names[ckind[c]], d, d > 1 ? "s" : ""),
+			emit(e, &n,
+			     lbl(e, lb, "%s +%d version%s", cache_names[ckind[c]], d,
+			         d > 1 ? "s" : ""),
 			     NULL);
 		}
 }
@@ -2243,15 +2277,17 @@ const char *m_check_final(const m_state *s)
 	if (!a.exists)
 		return "";
 	if (a.deleting) {
-		snprintf(v, sizeof(v), "liveness: a deleted AppWrapper kept its finalizer (phase %s)",
+		snprintf(v, sizeof(v),
+		         "liveness: a deleted AppWrapper kept its finalizer (phase %s)",
 		         phase_str(si->phase));
 		return v;
 	}
 	if (a.suspend) {
 		if (si->phase != SF_AW_SUSPENDED || si->quota.status == 'T') {
-			snprintf(v, sizeof(v),
-			         "liveness: suspended by Kueue, but ended in phase %s, QuotaReserved=%c",
-			         phase_str(si->phase), si->quota.status ? si->quota.status : '-');
+			snprintf(
+			    v, sizeof(v),
+			    "liveness: suspended by Kueue, but ended in phase %s, QuotaReserved=%c",
+			    phase_str(si->phase), si->quota.status ? si->quota.status : '-');
 			return v;
 		}
 		return "";
@@ -2274,7 +2310,8 @@ const char *m_check_final(const m_state *s)
 		/* the environment may be slower than any grace (ticks are free) */
 		if (strcmp(r, "InsufficientPodsReady") == 0)
 			return "";
-		if (s->perturbed && (strcmp(r, "MissingComponent") == 0 || strcmp(r, "CreateFailed") == 0))
+		if (s->perturbed &&
+		    (strcmp(r, "MissingComponent") == 0 || strcmp(r, "CreateFailed") == 0))
 			return "";
 	}
 	snprintf(v, sizeof(v),
@@ -2497,7 +2534,8 @@ static size_t podset_str(const m_podset *ps, char *buf, size_t n)
 	w += (size_t)snprintf(buf + w, n - w, "[");
 	for (int i = 0; i < M_PODS && w < n; i++)
 		if (ps->p[i].uid) {
-			w += (size_t)snprintf(buf + w, n - w, "%s%s", any ? ", " : "", pod_str(&ps->p[i], pb));
+			w += (size_t)snprintf(buf + w, n - w, "%s%s", any ? ", " : "",
+			                      pod_str(&ps->p[i], pb));
 			any = 1;
 		}
 	if (w < n)
@@ -2511,9 +2549,10 @@ static size_t aw_str(const m_aw *a, char *buf, size_t n)
 		return (size_t)snprintf(buf, n, "gone");
 	const st_info *si = st_get(a->status);
 	size_t w = (size_t)snprintf(
-	    buf, n, "%s suspend=%d%s%s Quota=%c Deployed=%c Unhealthy=%c%s%s%s", phase_str(si->phase),
-	    a->suspend, a->fin ? " fin" : "", a->deleting ? " DELETED" : "",
-	    si->quota.status ? si->quota.status : '-', si->deployed.status ? si->deployed.status : '-',
+	    buf, n, "%s suspend=%d%s%s Quota=%c Deployed=%c Unhealthy=%c%s%s%s",
+	    phase_str(si->phase), a->suspend, a->fin ? " fin" : "", a->deleting ? " DELETED" : "",
+	    si->quota.status ? si->quota.status : '-',
+	    si->deployed.status ? si->deployed.status : '-',
 	    si->unhealthy.status ? si->unhealthy.status : '-', si->unhealthy.reason[0] ? "(" : "",
 	    si->unhealthy.reason, si->unhealthy.reason[0] ? ")" : "");
 	for (int c = 0; c < ncomps && w < n; c++)
@@ -2546,8 +2585,8 @@ void m_describe(const m_state *s, char *buf, size_t n)
 	char jb[64];
 	static const char *const cr[] = {"-", "OK", "RETRYABLE", "FATAL"};
 	static const char *const lv[] = {"-", "FOUND", "MISSING"};
-	static const char *const rq[] = {"?", "CREATE", "GET(adopt)", "GET(live)", "GET(delete)",
-	                                 "DELETE", "LIST", "DELETE-pod"};
+	static const char *const rq[] = {"?",           "CREATE", "GET(adopt)", "GET(live)",
+	                                 "GET(delete)", "DELETE", "LIST",       "DELETE-pod"};
 	static const char *const kinds[] = {"", "Job", "Pod", "Deployment"};
 	m_aw ra = real_aw(s);
 	w += (size_t)snprintf(buf + w, n - w, "t=%d | AW: ", s->tick);
@@ -2579,11 +2618,11 @@ void m_describe(const m_state *s, char *buf, size_t n)
 		w += (size_t)snprintf(buf + w, n - w, "\n        | leader:");
 	for (int c = 0; c < ncomps && w < n; c++) {
 		const m_cmem *M = &L->c[c];
-		w += (size_t)snprintf(buf + w, n - w, "%s%s%s create=%s expect=%d deleted=%d%s gone=%d live=%s",
-		                      c ? ";" : "", ncomps > 1 ? " " : "", ncomps > 1 ? CNAME(c) : "",
-		                      cr[M->create & 3], M->expect, M->deleted_uid,
-		                      M->deleted_cached ? "(cached)" : "", M->delete_gone,
-		                      lv[M->live_found % 3]);
+		w += (size_t)snprintf(
+		    buf + w, n - w, "%s%s%s create=%s expect=%d deleted=%d%s gone=%d live=%s",
+		    c ? ";" : "", ncomps > 1 ? " " : "", ncomps > 1 ? CNAME(c) : "",
+		    cr[M->create & 3], M->expect, M->deleted_uid,
+		    M->deleted_cached ? "(cached)" : "", M->delete_gone, lv[M->live_found % 3]);
 	}
 	if (w < n)
 		w += (size_t)snprintf(buf + w, n - w, " livelist=%s acked=%d written=%d",
@@ -2597,10 +2636,11 @@ void m_describe(const m_state *s, char *buf, size_t n)
 	}
 	for (int i = 0; i < L->nreq && w < n; i++) {
 		const m_req *r = &L->req[i];
-		w += (size_t)snprintf(buf + w, n - w, "%s%s", i ? ", " : " | in flight: ",
-		                      rq[r->kind < 8 ? r->kind : 0]);
+		w += (size_t)snprintf(buf + w, n - w, "%s%s",
+		                      i ? ", " : " | in flight: ", rq[r->kind < 8 ? r->kind : 0]);
 		if (w < n && r->kind == RQ_DELETE)
-			w += (size_t)snprintf(buf + w, n - w, " %s#%d", inc_names[ckind[r->i & 1]], r->a);
+			w += (size_t)snprintf(buf + w, n - w, " %s#%d", inc_names[ckind[r->i & 1]],
+			                      r->a);
 		else if (w < n && r->kind == RQ_DELPOD)
 			w += (size_t)snprintf(buf + w, n - w, " p%d", r->a);
 		else if (w < n && ncomps > 1 && r->kind != RQ_LIST)
@@ -2681,7 +2721,8 @@ static int run_script(m_state *s, const char *const *script, char **tr, size_t *
 		char d[2048];
 		if (!p.found || p.e.broken) {
 			m_describe(s, d, sizeof(d));
-			fprintf(stderr, "model: seed script step %d \"%s\" not enabled in\n        %s\n", i,
+			fprintf(stderr,
+			        "model: seed script step %d \"%s\" not enabled in\n        %s\n", i,
 			        script[i], d);
 			return -1;
 		}
@@ -2696,7 +2737,8 @@ static int run_script(m_state *s, const char *const *script, char **tr, size_t *
 		if (!t)
 			abort();
 		*tr = t;
-		*tl += (size_t)snprintf(t + *tl, need, "  %4d. %s\n        %s\n", ++*no, p.label, d);
+		*tl +=
+		    (size_t)snprintf(t + *tl, need, "  %4d. %s\n        %s\n", ++*no, p.label, d);
 	}
 	return 0;
 }
@@ -2704,11 +2746,9 @@ static int run_script(m_state *s, const char *const *script, char **tr, size_t *
 /* Scripts (label prefixes). Each is a run of the model itself, so a state
  * reached from a milestone is reachable from the initial state. */
 static const char *const to_suspended[] = {
-    "reconcile", /* Empty: the finalizer */
-    "AppWrapper cache +1",
-    "reconcile", /* Empty -> Suspended: componentStatus */
-    "AppWrapper cache +1",
-    NULL,
+    "reconcile",                        /* Empty: the finalizer */
+    "AppWrapper cache +1", "reconcile", /* Empty -> Suspended: componentStatus */
+    "AppWrapper cache +1", NULL,
 };
 
 static const char *const to_running[] = {
@@ -2728,21 +2768,15 @@ static const char *const to_running[] = {
 /* Kueue preempts a Running AppWrapper: it is suspended again, job#1 is
  * deleted (job#1 never made a pod) */
 static const char *const to_preempted[] = {
-    "Kueue preempts",
-    "AppWrapper cache +1",
-    "reconcile", /* Running -> Suspending */
-    "AppWrapper cache +1",
-    "reconcile", /* DeletingResources, DELETE job#1 (the cache's copy) */
-    "DELETE job#1 -> 200",
-    "Job cache +1",
-    "AppWrapper cache +1",
-    "reconcile", /* the cache dropped job#1: gone */
-    "reconcile", /* job-a CompononetDeleted; LIST */
-    "LIST pods -> 0",
-    "AppWrapper cache +1",
+    "Kueue preempts",      "AppWrapper cache +1",
+    "reconcile",                        /* Running -> Suspending */
+    "AppWrapper cache +1", "reconcile", /* DeletingResources, DELETE job#1 (the cache's copy) */
+    "DELETE job#1 -> 200", "Job cache +1",
+    "AppWrapper cache +1", "reconcile", /* the cache dropped job#1: gone */
+    "reconcile",                        /* job-a CompononetDeleted; LIST */
+    "LIST pods -> 0",      "AppWrapper cache +1",
     "reconcile", /* Suspending -> Suspended, QuotaReserved=False */
-    "AppWrapper cache +1",
-    NULL,
+    "AppWrapper cache +1", NULL,
 };
 
 /* job#1's pod fails, the Job fails, the AppWrapper resets: job#1 is
@@ -2860,28 +2894,20 @@ static const char *const to_serving_deploy[] = {
  * (slow, or its pods refused): a Job of completions 2 and parallelism 1
  * (one pod expected) runs its two pods to completion. */
 static const char *const to_job_done_deploy[] = {
-    "Job controller creates pod p1 of job#1",
-    "pod p1 of job#1 Pending->Running",
-    "pod p1 of job#1 Running->Succeeded",
-    "Job controller creates pod p2 of job#1",
-    "pod p2 of job#1 Pending->Running",
-    "pod p2 of job#1 Running->Succeeded",
-    "Job controller: job#1 Complete=True",
-    NULL,
+    "Job controller creates pod p1 of job#1", "pod p1 of job#1 Pending->Running",
+    "pod p1 of job#1 Running->Succeeded",     "Job controller creates pod p2 of job#1",
+    "pod p2 of job#1 Pending->Running",       "pod p2 of job#1 Running->Succeeded",
+    "Job controller: job#1 Complete=True",    NULL,
 };
 
 /* From Running with a Pod component still Pending: a Job of completions
  * 2 and parallelism 1 (one pod expected) runs its two pods to
  * completion. */
 static const char *const to_job_done_pod[] = {
-    "Job controller creates pod p2 of job#1",
-    "pod p2 of job#1 Pending->Running",
-    "pod p2 of job#1 Running->Succeeded",
-    "Job controller creates pod p3 of job#1",
-    "pod p3 of job#1 Pending->Running",
-    "pod p3 of job#1 Running->Succeeded",
-    "Job controller: job#1 Complete=True",
-    NULL,
+    "Job controller creates pod p2 of job#1", "pod p2 of job#1 Pending->Running",
+    "pod p2 of job#1 Running->Succeeded",     "Job controller creates pod p3 of job#1",
+    "pod p3 of job#1 Pending->Running",       "pod p3 of job#1 Running->Succeeded",
+    "Job controller: job#1 Complete=True",    NULL,
 };
 
 typedef struct milestone {
@@ -2970,8 +2996,8 @@ int m_longest_timer(void)
 	int m = B.admission_grace;
 	/* the scenario's user may raise the retry limit to 2 */
 	int limit = scen_edits && B.retry_limit < 2 ? 2 : B.retry_limit;
-	int t[] = {B.warmup_grace, B.failure_grace, B.forceful_grace, B.success_ttl,
-	           B.missing_grace, B.retry_pause << (limit > 0 ? limit : 0)};
+	int t[] = {B.warmup_grace, B.failure_grace, B.forceful_grace,
+	           B.success_ttl,  B.missing_grace, B.retry_pause << (limit > 0 ? limit : 0)};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if (t[i] > m)
 			m = t[i];

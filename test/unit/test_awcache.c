@@ -19,6 +19,8 @@
 #include "steadfast/jdoc.h"
 #include "steadfast/json.h"
 
+/* JSON laid out as it reads, not as clang-format would break it: */
+/* clang-format off */
 #define META(extra)                                                                                \
 	"\"metadata\":{\"name\":\"aw-job-x7\",\"generateName\":\"aw-job-\",\"namespace\":\"team\","   \
 	"\"uid\":\"u-pod\",\"resourceVersion\":\"88\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\","  \
@@ -56,6 +58,7 @@ static const char *const PODS[] = {
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," META("") "," SPEC ",\"status\":{\"phase\":\"Pending\"}}",
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," META("") "," SPEC ",\"status\":{\"phase\":\"Succeeded\"}}",
 };
+/* clang-format on */
 
 static sf_obj *obj(const char *json)
 {
@@ -177,12 +180,15 @@ Test(awcache, a_component_as_cached_keeps_ownership_deletion_and_conditions)
 	static const char job[] =
 	    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"aw-job\","
 	    "\"namespace\":\"team\",\"uid\":\"u-job\",\"resourceVersion\":\"70\",\"generation\":1,"
-	    "\"labels\":{\"workload.codeflare.dev/appwrapper\":\"aw\",\"app\":\"x\"},\"annotations\":{"
+	    "\"labels\":{\"workload.codeflare.dev/"
+	    "appwrapper\":\"aw\",\"app\":\"x\"},\"annotations\":{"
 	    "\"a\":\"b\"},"
 	    "\"deletionTimestamp\":\"2026-12-01T10:05:00Z\",\"ownerReferences\":[{\"apiVersion\":"
 	    "\"workload.codeflare.dev/v1beta2\",\"kind\":\"AppWrapper\",\"name\":\"aw\",\"uid\":"
-	    "\"u-aw\",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"completions\":4,"
-	    "\"parallelism\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":"
+	    "\"u-aw\",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"completions\":"
+	    "4,"
+	    "\"parallelism\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
+	    "\"image\":"
 	    "\"busybox\"}]}}},\"status\":{\"succeeded\":4,\"startTime\":\"2026-12-01T10:00:00Z\","
 	    "\"conditions\":[{\"type\":\"SuccessCriteriaMet\",\"status\":\"True\"},{\"type\":"
 	    "\"Complete\",\"status\":\"True\"}]}}";

@@ -881,8 +881,7 @@ static sf_jv build_ap(sf_jv aw, size_t idx, const sf_aw_autopilot *ap, const cha
 	return sf_jv_root(b->data, b->len);
 }
 
-#define GPU_CONTAINER(res)                                                                         \
-	"{'name':'c','image':'busybox','resources':{" res "}}"
+#define GPU_CONTAINER(res) "{'name':'c','image':'busybox','resources':{" res "}}"
 #define GPU_JOB(podspec)                                                                           \
 	"{'apiVersion':'batch/v1','kind':'Job','metadata':{'name':'j1'},'spec':{'template':"       \
 	"{'spec':" podspec "}}}"
@@ -891,20 +890,20 @@ Test(awcomp, autopilot_gpu_request_gets_upstreams_anti_affinities)
 {
 	sf_aw_config cfg;
 	sf_awcfg_defaults(&cfg);
-	sf_jv out = build_ap(
-	    AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
-	        "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
-	    0, &cfg.autopilot, NULL);
+	sf_jv out = build_ap(AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
+	                         "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
+	                     0, &cfg.autopilot, NULL);
 	sf_jv na = sf_jv_path(out, "spec.template.spec.affinity.nodeAffinity");
 	cr_assert(jv_is(sf_jv_get(na, "requiredDuringSchedulingIgnoredDuringExecution"),
 	                M("{'nodeSelectorTerms':[{'matchExpressions':[{'key':"
 	                  "'autopilot.ibm.com/gpuhealth','operator':'NotIn','values':['TESTING',"
 	                  "'EVICT']}]}]}")),
 	          "%.*s", (int)na.n, na.p);
-	cr_assert(jv_is(sf_jv_get(na, "preferredDuringSchedulingIgnoredDuringExecution"),
-	                M("[{'weight':50,'preference':{'matchExpressions':[{'key':"
-	                  "'autopilot.ibm.com/gpuhealth','operator':'NotIn','values':['WARN']}]}}]")),
-	          "%.*s", (int)na.n, na.p);
+	cr_assert(
+	    jv_is(sf_jv_get(na, "preferredDuringSchedulingIgnoredDuringExecution"),
+	          M("[{'weight':50,'preference':{'matchExpressions':[{'key':"
+	            "'autopilot.ibm.com/gpuhealth','operator':'NotIn','values':['WARN']}]}}]")),
+	    "%.*s", (int)na.n, na.p);
 }
 
 Test(awcomp, autopilot_anti_affinities_merge_with_the_templates_own)
@@ -915,29 +914,35 @@ Test(awcomp, autopilot_anti_affinities_merge_with_the_templates_own)
 	/* two required terms of its own, a preferred term, a pod
 	 * anti-affinity; the GPU asked for by an init container as a string */
 	sf_jv out = build_ap(
-	    AW("{'template':" GPU_JOB(
-	        "{'initContainers':[" GPU_CONTAINER(
-	            "'requests':{'nvidia.com/gpu':'2'}") "],'containers':[{'name':'m','image':'b'}],"
-	        "'affinity':{'podAntiAffinity':{'x':1},'nodeAffinity':{"
-	        "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':["
-	        "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}]},"
-	        "{'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}]}]},"
-	        "'preferredDuringSchedulingIgnoredDuringExecution':[{'weight':3,'preference':"
-	        "{'matchExpressions':[{'key':'fast','operator':'Exists'}]}}]}}}") "}"),
+	    AW("{'template':" GPU_JOB("{'initContainers':[" GPU_CONTAINER(
+	        "'requests':{'nvidia.com/gpu':'2'}") "],'containers':[{'name':'m','image':'b'}],"
+	                                             "'affinity':{'podAntiAffinity':{'x':1},'"
+	                                             "nodeAffinity':{"
+	                                             "'requiredDuringSchedulingIgnoredDuringExecuti"
+	                                             "on':{'nodeSelectorTerms':["
+	                                             "{'matchExpressions':[{'key':'zone','operator'"
+	                                             ":'In','values':['a']}]},"
+	                                             "{'matchFields':[{'key':'metadata.name','"
+	                                             "operator':'In','values':['n1']}]}]},"
+	                                             "'preferredDuringSchedulingIgnoredDuringExecut"
+	                                             "ion':[{'weight':3,'preference':"
+	                                             "{'matchExpressions':[{'key':'fast','operator'"
+	                                             ":'Exists'}]}}]}}}") "}"),
 	    0, &cfg.autopilot, NULL);
 	sf_jv aff = sf_jv_path(out, "spec.template.spec.affinity");
-	const char *want = M(
-	    "{'podAntiAffinity':{'x':1},'nodeAffinity':{"
-	    "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':["
-	    "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']},"
-	    "{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn','values':['TESTING','EVICT']}]},"
-	    "{'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}],"
-	    "'matchExpressions':[{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn',"
-	    "'values':['TESTING','EVICT']}]}]},"
-	    "'preferredDuringSchedulingIgnoredDuringExecution':[{'weight':3,'preference':"
-	    "{'matchExpressions':[{'key':'fast','operator':'Exists'}]}},{'weight':7,'preference':"
-	    "{'matchExpressions':[{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn',"
-	    "'values':['WARN']}]}}]}}");
+	const char *want =
+	    M("{'podAntiAffinity':{'x':1},'nodeAffinity':{"
+	      "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':["
+	      "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']},"
+	      "{'key':'autopilot.ibm.com/"
+	      "gpuhealth','operator':'NotIn','values':['TESTING','EVICT']}]},"
+	      "{'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}],"
+	      "'matchExpressions':[{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn',"
+	      "'values':['TESTING','EVICT']}]}]},"
+	      "'preferredDuringSchedulingIgnoredDuringExecution':[{'weight':3,'preference':"
+	      "{'matchExpressions':[{'key':'fast','operator':'Exists'}]}},{'weight':7,'preference':"
+	      "{'matchExpressions':[{'key':'autopilot.ibm.com/gpuhealth','operator':'NotIn',"
+	      "'values':['WARN']}]}}]}}");
 	cr_assert(jv_is(aff, want), "%.*s\nwant %s", (int)aff.n, aff.p, want);
 }
 
@@ -964,10 +969,9 @@ Test(awcomp, autopilot_leaves_pods_without_the_resource_alone)
 	}
 	/* and nothing at all when injection is off */
 	cfg.autopilot.inject_anti_affinities = 0;
-	sf_jv out = build_ap(
-	    AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
-	        "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
-	    0, &cfg.autopilot, NULL);
+	sf_jv out = build_ap(AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
+	                         "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
+	                     0, &cfg.autopilot, NULL);
 	cr_assert_not(sf_jv_ok(sf_jv_path(out, "spec.template.spec.affinity")));
 }
 
@@ -981,10 +985,9 @@ Test(awcomp, autopilot_groups_values_per_label_key_and_other_resources)
 	    "      - {key: fpga.example.com/health, value: BAD, effect: NoExecute}\n"
 	    "      - {key: autopilot.ibm.com/gpuhealth, value: EVICT, effect: NoExecute}\n";
 	cr_assert_eq(sf_awcfg_load_yaml(&cfg, yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	sf_jv out = build_ap(
-	    AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
-	        "'limits':{'nvidia.com/gpu':1,'example.com/fpga':'1'}") "]}") "}"),
-	    0, &cfg.autopilot, NULL);
+	sf_jv out = build_ap(AW("{'template':" GPU_JOB("{'containers':[" GPU_CONTAINER(
+	                         "'limits':{'nvidia.com/gpu':1,'example.com/fpga':'1'}") "]}") "}"),
+	                     0, &cfg.autopilot, NULL);
 	sf_jv req = sf_jv_path(out, "spec.template.spec.affinity.nodeAffinity."
 	                            "requiredDuringSchedulingIgnoredDuringExecution");
 	cr_assert(jv_is(req, M("{'nodeSelectorTerms':[{'matchExpressions':["
@@ -1000,7 +1003,7 @@ Test(awcomp, autopilot_with_an_affinity_that_is_not_an_object_is_fatal)
 	sf_awcfg_defaults(&cfg);
 	const char *msg = NULL;
 	build_ap(AW("{'template':" GPU_JOB("{'affinity':'x','containers':[" GPU_CONTAINER(
-	                "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
+	             "'limits':{'nvidia.com/gpu':1}") "]}") "}"),
 	         0, &cfg.autopilot, &msg);
 	cr_assert(strstr(msg, "spec.affinity at template.spec.template is not an object"), "%s",
 	          msg);
@@ -1011,15 +1014,15 @@ Test(awcomp, autopilot_with_an_affinity_that_is_not_an_object_is_fatal)
  * UID) when the create's answer is lost. */
 Test(awcomp, build_keeps_generate_name_and_marks_the_index)
 {
-	sf_jv aw = AW("{'template':" POD("") "},{'template':{'apiVersion':'v1','kind':'Pod',"
-	              "'metadata':{'generateName':'p-'},'spec':{'containers':[{'name':'c',"
-	              "'image':'i'}]}}}");
+	sf_jv aw = AW("{'template':" POD(
+	    "") "},{'template':{'apiVersion':'v1','kind':'Pod',"
+	        "'metadata':{'generateName':'p-'},'spec':{'containers':[{'name':'c',"
+	        "'image':'i'}]}}}");
 	sf_jv o = build_ok(aw, 1, NULL);
 	cr_assert(sf_jv_streq(sf_jv_path(o, "metadata.generateName"), "p-"));
 	cr_assert(!sf_jv_ok(sf_jv_path(o, "metadata.name")));
-	cr_assert(sf_jv_streq(sf_jv_get(sf_jv_path(o, "metadata.annotations"),
-	                                SF_AW_COMPONENT_INDEX),
-	                      "1"));
+	cr_assert(sf_jv_streq(
+	    sf_jv_get(sf_jv_path(o, "metadata.annotations"), SF_AW_COMPONENT_INDEX), "1"));
 	char uid[64];
 	cr_assert_gt(sf_jv_str(sf_jv_path(aw, "metadata.uid"), uid, sizeof(uid)), 0);
 	cr_assert_eq(sf_awc_generated_match(o, uid, 1), 1);
@@ -1027,11 +1030,11 @@ Test(awcomp, build_keeps_generate_name_and_marks_the_index)
 	cr_assert_eq(sf_awc_generated_match(o, "other-uid", 1), 0, "another owner");
 	/* a fixed name gets no index: AlreadyExists makes its create idempotent */
 	sf_jv named = build_ok(aw, 0, NULL);
-	cr_assert(!sf_jv_ok(sf_jv_get(sf_jv_path(named, "metadata.annotations"),
-	                              SF_AW_COMPONENT_INDEX)));
+	cr_assert(
+	    !sf_jv_ok(sf_jv_get(sf_jv_path(named, "metadata.annotations"), SF_AW_COMPONENT_INDEX)));
 	char buf[64];
-	cr_assert_eq(sf_awc_template_name(sf_jv_path(aw, "spec.components[1].template"), buf,
-	                                  sizeof(buf)),
-	             1);
+	cr_assert_eq(
+	    sf_awc_template_name(sf_jv_path(aw, "spec.components[1].template"), buf, sizeof(buf)),
+	    1);
 	cr_assert_str_eq(buf, "p-");
 }

@@ -214,8 +214,8 @@ Test(awconfig, yaml_upstream_generated)
 	sf_awcfg_defaults(&c);
 	cr_assert_eq(load(&c, upstream_generated, err, sizeof(err)), 0, "%s", err);
 	sf_awcfg_defaults(&want);
-	want.cert_management = 1; /* present in the file */
-	want.metrics_secure = 0;  /* secureServing: false */
+	want.cert_management = 1;                /* present in the file */
+	want.metrics_secure = 0;                 /* secureServing: false */
 	want.manage_jobs_without_queue_name = 1; /* an older release's true */
 	/* its resourceTaints replace the GPU's three defaults with one */
 	memset(want.autopilot.taints, 0, sizeof(want.autopilot.taints));
@@ -834,8 +834,8 @@ Test(awconfig, autopilot_defaults_are_upstreams)
 	cr_assert_eq(ap->prefer_weight, 50);
 	cr_assert_eq(ap->ntaints, 3);
 	static const char *const values[] = {"WARN", "TESTING", "EVICT"};
-	static const sf_taint_effect effects[] = {SF_TAINT_PREFER_NO_SCHEDULE,
-	                                          SF_TAINT_NO_SCHEDULE, SF_TAINT_NO_EXECUTE};
+	static const sf_taint_effect effects[] = {SF_TAINT_PREFER_NO_SCHEDULE, SF_TAINT_NO_SCHEDULE,
+	                                          SF_TAINT_NO_EXECUTE};
 	for (size_t i = 0; i < 3; i++) {
 		cr_assert_str_eq(ap->taints[i].resource, "nvidia.com/gpu");
 		cr_assert_str_eq(ap->taints[i].key, "autopilot.ibm.com/gpuhealth");
@@ -850,16 +850,17 @@ Test(awconfig, autopilot_keys_are_read)
 	sf_aw_config c;
 	char err[256] = "";
 	sf_awcfg_defaults(&c);
-	static const char yaml[] = "appwrapper:\n"
-	                           "  slackQueueName: slack-cq\n"
-	                           "  autopilot:\n"
-	                           "    injectAntiAffinities: false\n"
-	                           "    monitorNodes: false\n"
-	                           "    preferNoScheduleWeight: 7\n"
-	                           "    resourceTaints:\n"
-	                           "      example.com/fpga:\n"
-	                           "      - {key: health.example.com/fpga, value: BAD, effect: NoExecute,"
-	                           " timeAdded: null}\n";
+	static const char yaml[] =
+	    "appwrapper:\n"
+	    "  slackQueueName: slack-cq\n"
+	    "  autopilot:\n"
+	    "    injectAntiAffinities: false\n"
+	    "    monitorNodes: false\n"
+	    "    preferNoScheduleWeight: 7\n"
+	    "    resourceTaints:\n"
+	    "      example.com/fpga:\n"
+	    "      - {key: health.example.com/fpga, value: BAD, effect: NoExecute,"
+	    " timeAdded: null}\n";
 	cr_assert_eq(load(&c, yaml, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(sf_awcfg_validate(&c, err, sizeof(err)), 0, "%s", err);
 	const sf_aw_autopilot *ap = &c.autopilot;
@@ -874,8 +875,9 @@ Test(awconfig, autopilot_keys_are_read)
 	cr_assert_str_eq(ap->taints[3].value, "BAD");
 	cr_assert_eq(ap->taints[3].effect, SF_TAINT_NO_EXECUTE);
 	/* naming the GPU replaces its three; an empty list removes them */
-	cr_assert_eq(load(&c, "appwrapper:\n  autopilot:\n    resourceTaints:\n"
-	                      "      nvidia.com/gpu: []\n",
+	cr_assert_eq(load(&c,
+	                  "appwrapper:\n  autopilot:\n    resourceTaints:\n"
+	                  "      nvidia.com/gpu: []\n",
 	                  err, sizeof(err)),
 	             0, "%s", err);
 	cr_assert_eq(ap->ntaints, 1);
@@ -921,7 +923,8 @@ Test(awconfig, autopilot_errors_name_the_key)
 		cr_assert_eq(load(&c, bad[i].yaml, err, sizeof(err)), -EINVAL, "%s", bad[i].yaml);
 		cr_assert(strstr(err, bad[i].err), "%s: got \"%s\", want \"%s\"", bad[i].yaml, err,
 		          bad[i].err);
-		cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "changed on error: %s", bad[i].yaml);
+		cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "changed on error: %s",
+		             bad[i].yaml);
 	}
 	/* more than 16 taints in all */
 	sf_buf b;

@@ -18,8 +18,8 @@ static sf_jv J(const char *s)
 }
 
 #define NODE(labels, spec)                                                                         \
-	"{\"metadata\":{\"name\":\"n1\",\"labels\":{" labels "}},\"spec\":{" spec "},"            \
-	"\"status\":{\"capacity\":{\"cpu\":\"8\",\"memory\":\"32Gi\",\"pods\":\"110\","          \
+	"{\"metadata\":{\"name\":\"n1\",\"labels\":{" labels "}},\"spec\":{" spec "},"             \
+	"\"status\":{\"capacity\":{\"cpu\":\"8\",\"memory\":\"32Gi\",\"pods\":\"110\","            \
 	"\"nvidia.com/gpu\":\"4\"}}}"
 
 static sf_awn_health classify(const char *node)

@@ -145,8 +145,8 @@ static void run_confirmed(snap *s)
 	s->live_asked = s->deletes_acked + 1;
 	for (size_t i = 0; i < (s->ncomp ? s->ncomp : 1); i++) {
 		sf_awp_comp *c = &s->comp[i];
-		c->live.found = c->cached.state == SF_AWP_COMP_ABSENT ? SF_AWP_LIVE_MISSING
-		                                                      : SF_AWP_LIVE_FOUND;
+		c->live.found =
+		    c->cached.state == SF_AWP_COMP_ABSENT ? SF_AWP_LIVE_MISSING : SF_AWP_LIVE_FOUND;
 		c->live.failed = c->cached.failed;
 		c->live.complete = c->cached.complete;
 		c->live_succeeded = c->succeeded;
@@ -657,8 +657,7 @@ Test(awphase, running_insufficient_pods_waits_for_warmup_then_resets)
 /* A Running AppWrapper deployed deployed_ms ago whose pod cache shows no
  * pod; with a live list (have_live) of `pending` Pending pods answered at
  * live_ms. */
-static void run_cacheless(snap *s, int64_t deployed_ms, int have_live, int pending,
-                          int64_t live_ms)
+static void run_cacheless(snap *s, int64_t deployed_ms, int have_live, int pending, int64_t live_ms)
 {
 	char *st = running_status(NOW - deployed_ms, NULL, 0);
 	*s = (snap){.json = aw_json(FIN, "\"suspend\":false", st)};
@@ -688,8 +687,7 @@ Test(awphase, a_live_list_finding_pending_pods_gets_the_warmup_grace)
 	cr_assert(t.plan.status == NULL || strcmp(pphase(&t), "Running") == 0,
 	          "reset while the live list shows every pod within the warmup grace: %s",
 	          pphase(&t));
-	cr_assert(t.plan.status == NULL ||
-	              strcmp(pcond(&t, "Unhealthy").status, "True") != 0,
+	cr_assert(t.plan.status == NULL || strcmp(pcond(&t, "Unhealthy").status, "True") != 0,
 	          "Unhealthy on a pending pod within the warmup grace");
 	cr_assert_eq(t.plan.nevents, 0);
 	cr_assert(t.plan.suppressed_pods);
@@ -1147,7 +1145,8 @@ Test(awphase, deletion_with_an_unresolved_kind_waits_and_keeps_quota)
 		cr_assert(asprintf(&all, "%s,%s,%s", q, r, d) > 0);
 		char *st = status_json(phases[i], all, cr, 0);
 		free(q), free(r), free(d), free(cr), free(all);
-		snap s = {.json = aw_json(FIN, i == 0 ? "\"suspend\":true" : "\"suspend\":false", st)};
+		snap s = {.json =
+		              aw_json(FIN, i == 0 ? "\"suspend\":true" : "\"suspend\":false", st)};
 		free(st);
 		s.comp[0].unresolved = 1;
 		s.comp[0].unresolved_msg = "discovery of batch/v1 Job failed: 503";
@@ -1240,13 +1239,14 @@ static const char *POD_TEMPLATE =
 static char *deploy_template(int replicas)
 {
 	char *s = NULL;
-	cr_assert(asprintf(&s,
-	                   "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
-	                   "\"name\":\"deploy-b\"},\"spec\":{\"replicas\":%d,\"selector\":{"
-	                   "\"matchLabels\":{\"app\":\"b\"}},\"template\":{\"metadata\":{\"labels\":"
-	                   "{\"app\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
-	                   "\"busybox\"}]}}}}",
-	                   replicas) > 0);
+	cr_assert(
+	    asprintf(&s,
+	             "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
+	             "\"name\":\"deploy-b\"},\"spec\":{\"replicas\":%d,\"selector\":{"
+	             "\"matchLabels\":{\"app\":\"b\"}},\"template\":{\"metadata\":{\"labels\":"
+	             "{\"app\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+	             "\"busybox\"}]}}}}",
+	             replicas) > 0);
 	return s;
 }
 
@@ -1311,8 +1311,8 @@ static void live_agrees(snap *s)
 
 static void assert_not_succeeded(const snap *s, const char *what)
 {
-	cr_assert(s->plan.status == NULL || strcmp(pphase(s), "Running") == 0,
-	          "%s: phase %s", what, s->plan.status ? pphase(s) : "(unchanged)");
+	cr_assert(s->plan.status == NULL || strcmp(pphase(s), "Running") == 0, "%s: phase %s", what,
+	          s->plan.status ? pphase(s) : "(unchanged)");
 	cr_assert(s->plan.status == NULL || strcmp(pcond(s, "QuotaReserved").status, "True") == 0,
 	          "%s: QuotaReserved released", what);
 }
@@ -1325,8 +1325,8 @@ static void assert_not_succeeded(const snap *s, const char *what)
  * (QuotaReserved False) while pod-b ran and had never completed. */
 Test(awphase, a_jobs_surplus_pods_never_stand_in_for_a_pod_components)
 {
-	snap s = {.json = running_two(NOW - 10000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template",
-	                              1)};
+	snap s = {.json =
+	              running_two(NOW - 10000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template", 1)};
 	job_done(&s);
 	s.pods.total = 3; /* pod-b: Running, deleting */
 	live_agrees(&s);
@@ -1335,8 +1335,8 @@ Test(awphase, a_jobs_surplus_pods_never_stand_in_for_a_pod_components)
 	done(&s);
 
 	/* once pod-b succeeded too, it is Succeeded */
-	s = (snap){.json = running_two(NOW - 10000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template",
-	                               1)};
+	s = (snap){.json =
+	               running_two(NOW - 10000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template", 1)};
 	job_done(&s);
 	s.comp[1].succeeded = 1;
 	s.pods.succeeded = s.pods.total = 3;
@@ -1467,8 +1467,8 @@ Test(awphase, a_pod_is_claimed_by_the_component_it_is_or_its_controller_names)
  * once nothing else makes the step wait. */
 Test(awphase, a_cached_failure_is_not_read_live_while_another_component_waits)
 {
-	snap s = {.json = running_two(NOW - 60000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template",
-	                              1)};
+	snap s = {.json =
+	              running_two(NOW - 60000, POD_TEMPLATE, "Pod", "v1", "pod-b", "template", 1)};
 	s.ncomp = 2;
 	s.expected = 2;
 	s.comp[0].cached.state = SF_AWP_COMP_PRESENT;
@@ -1689,7 +1689,7 @@ Test(awphase, suspending_releases_quota_only_after_a_live_pod_list)
 	snap s = {.json = aw_json(FIN, "\"suspend\":true", st)};
 	free(st);
 	s.comp[0].delete_gone = 1; /* the DELETE was answered */
-	run(&s);                  /* the pod cache shows nothing */
+	run(&s);                   /* the pod cache shows nothing */
 	cr_assert(has_act(&s, SF_AWP_ACT_LIST_PODS), "no live pod list asked for");
 	cr_assert_str_eq(pphase(&s), "Suspending");
 	cr_assert_str_eq(pcond(&s, "QuotaReserved").status, "True");
@@ -1841,10 +1841,10 @@ static void sweep_pods(sf_awp_pods *p, int kind)
 Test(awphase, cached_views_alone_never_decide)
 {
 	static const sweep_case cases[] = {
-	    {"Resuming", 0, 0, "Unknown", 0},  {"Running", 0, 0, "True", 0},
-	    {"Suspending", 1, 0, "True", 1},   {"Resetting", 0, 0, "True", 1},
-	    {"Failed", 0, 0, "True", 1},       {"Succeeded", 0, 0, "True", 1},
-	    {"Running", 0, 1, "True", 1},      {"Terminating", 0, 1, "True", 1},
+	    {"Resuming", 0, 0, "Unknown", 0}, {"Running", 0, 0, "True", 0},
+	    {"Suspending", 1, 0, "True", 1},  {"Resetting", 0, 0, "True", 1},
+	    {"Failed", 0, 0, "True", 1},      {"Succeeded", 0, 0, "True", 1},
+	    {"Running", 0, 1, "True", 1},     {"Terminating", 0, 1, "True", 1},
 	};
 	size_t n = 0;
 	set.success_ttl_ms = 1000;
@@ -1855,9 +1855,11 @@ Test(awphase, cached_views_alone_never_decide)
 					const sweep_case *c = &cases[ci];
 					char *st = sweep_status(c);
 					char meta[160];
-					snprintf(meta, sizeof(meta), "%s%s", FIN,
-					         c->del ? ",\"deletionTimestamp\":\"2027-01-01T00:00:00Z\""
-					                : "");
+					snprintf(
+					    meta, sizeof(meta), "%s%s", FIN,
+					    c->del
+					        ? ",\"deletionTimestamp\":\"2027-01-01T00:00:00Z\""
+					        : "");
 					snap s = {.json = aw_json(meta,
 					                          c->suspend ? "\"suspend\":true"
 					                                     : "\"suspend\":false",
@@ -1875,15 +1877,18 @@ Test(awphase, cached_views_alone_never_decide)
 					const char *why = s.plan.why ? s.plan.why : "";
 					char ctx[200];
 					snprintf(ctx, sizeof(ctx),
-					         "%s%s, cached state %d bits %d pods %d: %s", c->phase,
-					         c->del ? " (deleted)" : "", state, bits, pods, why);
+					         "%s%s, cached state %d bits %d pods %d: %s",
+					         c->phase, c->del ? " (deleted)" : "", state, bits,
+					         pods, why);
 					if (s.plan.to != s.plan.from) {
-						cr_assert_neq(s.plan.to, SF_AW_FAILED, "Failed: %s", ctx);
-						cr_assert_neq(s.plan.to, SF_AW_SUCCEEDED, "Succeeded: %s",
+						cr_assert_neq(s.plan.to, SF_AW_FAILED, "Failed: %s",
 						              ctx);
+						cr_assert_neq(s.plan.to, SF_AW_SUCCEEDED,
+						              "Succeeded: %s", ctx);
 					}
 					if (s.plan.from == SF_AW_RUNNING)
-						cr_assert_neq(s.plan.to, SF_AW_RESETTING, "reset: %s", ctx);
+						cr_assert_neq(s.plan.to, SF_AW_RESETTING,
+						              "reset: %s", ctx);
 					cr_assert_not(has_act(&s, SF_AWP_ACT_DELETE_PODS),
 					              "pods deleted: %s", ctx);
 					if (s.plan.meta_patch) {
@@ -1894,15 +1899,16 @@ Test(awphase, cached_views_alone_never_decide)
 					}
 					if (s.plan.status) {
 						sf_aw_cond q = pcond(&s, "QuotaReserved");
-						cr_assert_str_neq(q.status, "False", "quota released: %s",
-						                  ctx);
+						cr_assert_str_neq(q.status, "False",
+						                  "quota released: %s", ctx);
 						sf_aw_cond d = pcond(&s, "DeletingResources");
 						cr_assert_str_neq(d.reason, "DeletionComplete",
 						                  "deletion complete: %s", ctx);
 						if (strcmp(c->comp_rd, "True") != 0)
-							cr_assert_str_neq(pcomp_cond(&s).reason,
-							                  "ComponentCreatedSuccessfully",
-							                  "create skipped: %s", ctx);
+							cr_assert_str_neq(
+							    pcomp_cond(&s).reason,
+							    "ComponentCreatedSuccessfully",
+							    "create skipped: %s", ctx);
 					}
 					done(&s);
 					n++;
@@ -1949,7 +1955,8 @@ static char *generated(char *json, const char *recorded)
 			break;
 		cr_assert_eq(sf_buf_append(&b, p, (size_t)(at - p)), 0);
 		if (at == a)
-			cr_assert_eq(sf_buf_puts(&b, "\"metadata\":{\"generateName\":\"job-\"}"), 0);
+			cr_assert_eq(sf_buf_puts(&b, "\"metadata\":{\"generateName\":\"job-\"}"),
+			             0);
 		else
 			cr_assert_eq(sf_buf_printf(&b, "\"name\":\"%s\",\"kind\"", recorded), 0);
 		p = at + strlen(at == a ? tn : sn);
@@ -1976,7 +1983,8 @@ Test(awphase, generate_name_initialises_an_unrecorded_name)
 Test(awphase, resuming_records_the_name_the_server_chose)
 {
 	char *q = cond_json("QuotaReserved", "True", "Resuming", NOW - 1000);
-	char *rd = cond_json("ResourcesDeployed", "Unknown", "ComponentCreationInitiated", NOW - 500);
+	char *rd =
+	    cond_json("ResourcesDeployed", "Unknown", "ComponentCreationInitiated", NOW - 500);
 	char *st = status_json("Resuming", q, rd, 0);
 	snap s = {.json = generated(aw_json(FIN, "\"suspend\":false", st), "")};
 	free(q);
@@ -2034,7 +2042,8 @@ Test(awphase, deleting_an_unrecorded_generated_component_looks_for_it)
 	cr_assert(asprintf(&q, "%s,%s", q1, q2) > 0);
 	free(q1);
 	free(q2);
-	char *rd = cond_json("ResourcesDeployed", "Unknown", "ComponentCreationInitiated", NOW - 500);
+	char *rd =
+	    cond_json("ResourcesDeployed", "Unknown", "ComponentCreationInitiated", NOW - 500);
 	char *st = status_json("Resuming", q, rd, 0);
 	snap s = {.json = generated(aw_json(FIN, "\"suspend\":true", st), "")};
 	free(q);
@@ -2055,6 +2064,7 @@ Test(awphase, deleting_an_unrecorded_generated_component_looks_for_it)
 	                   st2) > 0);
 	free(st2);
 	run(&s3);
-	cr_assert(has_act(&s3, SF_AWP_ACT_DELETE), "no DELETE for an unrecorded generated name: %s %s", s3.plan.why, s3.json);
+	cr_assert(has_act(&s3, SF_AWP_ACT_DELETE),
+	          "no DELETE for an unrecorded generated name: %s %s", s3.plan.why, s3.json);
 	done(&s3);
 }

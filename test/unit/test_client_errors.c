@@ -48,7 +48,8 @@ Test(client_paths, query_and_selector_encoding)
 	sf_buf_init(&q, 0);
 	cr_assert_eq(sf_kube_query_add(&q, "labelSelector", "app in (a,b),tier!=x"), 0);
 	cr_assert_eq(sf_kube_query_add(&q, "continue", "abc/=+"), 0);
-	cr_assert_str_eq(q.data, "labelSelector=app%20in%20%28a%2Cb%29%2Ctier%21%3Dx&continue=abc%2F%3D%2B");
+	cr_assert_str_eq(
+	    q.data, "labelSelector=app%20in%20%28a%2Cb%29%2Ctier%21%3Dx&continue=abc%2F%3D%2B");
 	sf_buf_free(&q);
 	const char *kv[] = {SF_AW_LABEL, "aw1", "app", "x"};
 	sf_buf s;
@@ -73,9 +74,11 @@ static void fx_open(fx *f, const fake_resp *script, int n, const sf_kube_client_
 	f->srv = fakesrv_start(&f->loop, script, n);
 	char y[512];
 	snprintf(y, sizeof(y),
-		 "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:%d\n"
-		 "users:\n- name: u\n  user:\n    token: secret-token\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
-		 fakesrv_port(f->srv));
+	         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  "
+	         "cluster:\n    server: http://127.0.0.1:%d\n"
+	         "users:\n- name: u\n  user:\n    token: secret-token\ncontexts:\n- name: c\n  "
+	         "context: {cluster: c, user: u}\n",
+	         fakesrv_port(f->srv));
 	f->c = tl_inline_client(&f->loop, y, opts, &f->cfg);
 }
 
@@ -95,21 +98,28 @@ static void fx_close(fx *f)
 	cr_assert_eq(uv_loop_close(&f->loop), 0);
 }
 
-#define STATUS_RESP(code, text, reason, msg)                                                         \
-	"HTTP/1.1 " #code " " text "\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"  \
-	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"" msg           \
-	"\",\"reason\":\"" reason "\",\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":" #code "}"
+#define STATUS_RESP(code, text, reason, msg)                                                       \
+	"HTTP/1.1 " #code " " text                                                                 \
+	"\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"                          \
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"" msg     \
+	"\",\"reason\":\"" reason                                                                  \
+	"\",\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":" #code "}"
 
 Test(client_errors, status_decoding_and_classification)
 {
 	static const fake_resp script[] = {
-		{STATUS_RESP(404, "Not Found", "NotFound", "configmaps \\\"x\\\" not found"), 0},
-		{STATUS_RESP(409, "Conflict", "AlreadyExists", "configmaps \\\"x\\\" already exists"), 0},
-		{STATUS_RESP(409, "Conflict", "Conflict", "the object has been modified"), 0},
-		{STATUS_RESP(410, "Gone", "Expired", "too old resource version: 1 (5)"), 0},
-		{STATUS_RESP(403, "Forbidden", "Forbidden", "configmaps is forbidden: User \\\"u\\\" cannot list"), 0},
-		{STATUS_RESP(504, "Gateway Timeout", "Timeout", "request timed out"), 0},
-		{"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nupstream broke\n", 0},
+	    {STATUS_RESP(404, "Not Found", "NotFound", "configmaps \\\"x\\\" not found"), 0},
+	    {STATUS_RESP(409, "Conflict", "AlreadyExists", "configmaps \\\"x\\\" already exists"),
+	     0},
+	    {STATUS_RESP(409, "Conflict", "Conflict", "the object has been modified"), 0},
+	    {STATUS_RESP(410, "Gone", "Expired", "too old resource version: 1 (5)"), 0},
+	    {STATUS_RESP(403, "Forbidden", "Forbidden",
+	                 "configmaps is forbidden: User \\\"u\\\" cannot list"),
+	     0},
+	    {STATUS_RESP(504, "Gateway Timeout", "Timeout", "request timed out"), 0},
+	    {"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nConnection: "
+	     "close\r\n\r\nupstream broke\n",
+	     0},
 	};
 	fx f;
 	fx_open(&f, script, 7, NULL);
@@ -117,7 +127,8 @@ Test(client_errors, status_decoding_and_classification)
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < 7; i++) {
 		/* sequential: each fake response goes to the next connection */
-		cr_assert_eq(sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", tl_res_cb, &r[i], NULL), 0);
+		cr_assert_eq(
+		    sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", tl_res_cb, &r[i], NULL), 0);
 		tl_wait(&f.loop, &r[i], 5000);
 	}
 	cr_assert_eq(r[0].http_status, 404);
@@ -133,7 +144,8 @@ Test(client_errors, status_decoding_and_classification)
 	cr_assert_str_eq(r[6].message, "upstream broke ", "non-JSON body surfaces as the message");
 	/* the token and user agent went out with the request */
 	const char *req0 = fakesrv_request(f.srv, 0);
-	cr_assert(req0 && strstr(req0, "GET /api/v1/namespaces/ns/configmaps/x HTTP/1.1"), "%s", req0);
+	cr_assert(req0 && strstr(req0, "GET /api/v1/namespaces/ns/configmaps/x HTTP/1.1"), "%s",
+	          req0);
 	cr_assert(strstr(req0, "Authorization: Bearer secret-token"), "%s", req0);
 	cr_assert(strstr(req0, "User-Agent: steadfast/"), "%s", req0);
 	for (int i = 0; i < 7; i++)
@@ -161,22 +173,26 @@ static void absent_cb(void *ud, const sf_kube_result *r)
 Test(client_errors, only_a_not_found_status_naming_the_object_is_absence)
 {
 	static const fake_resp script[] = {
-		{STATUS_RESP(404, "Not Found", "NotFound", "configmaps \\\"x\\\" not found"), 0},
-		{"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
-		 "404 page not found\n", 0},
-		{"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
-		 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
-		 "\"the server could not find the requested resource\",\"reason\":\"NotFound\","
-		 "\"details\":{},\"code\":404}", 0},
-		{"HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
-		 "<html><body>no route</body></html>", 0},
+	    {STATUS_RESP(404, "Not Found", "NotFound", "configmaps \\\"x\\\" not found"), 0},
+	    {"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+	     "404 page not found\n",
+	     0},
+	    {"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+	     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
+	     "\"the server could not find the requested resource\",\"reason\":\"NotFound\","
+	     "\"details\":{},\"code\":404}",
+	     0},
+	    {"HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
+	     "<html><body>no route</body></html>",
+	     0},
 	};
 	fx f;
 	fx_open(&f, script, 4, NULL);
 	absent_res a[4];
 	memset(a, 0, sizeof(a));
 	for (int i = 0; i < 4; i++) {
-		cr_assert_eq(sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", absent_cb, &a[i], NULL), 0);
+		cr_assert_eq(
+		    sf_kube_get(f.c, &SF_GVR_CONFIGMAPS, "ns", "x", absent_cb, &a[i], NULL), 0);
 		cr_assert_eq(tl_run_until(&f.loop, &a[i].done, 5000), 0);
 		cr_assert(a[i].not_found, "answer %d is a 404", i);
 	}
@@ -217,21 +233,29 @@ Test(client_errors, classifiers)
 Test(client_errors, too_many_requests_honours_retry_after)
 {
 	static const fake_resp script[] = {
-		{"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
-		 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"TooManyRequests\",\"code\":429,\"details\":{\"retryAfterSeconds\":1}}", 0},
-		{"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
-		 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\",\"resourceVersion\":\"7\"}}", 0},
+	    {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Type: "
+	     "application/json\r\nConnection: close\r\n\r\n"
+	     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":"
+	     "\"TooManyRequests\",\"code\":429,\"details\":{\"retryAfterSeconds\":1}}",
+	     0},
+	    {"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+	     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\","
+	     "\"namespace\":\"ns\",\"resourceVersion\":\"7\"}}",
+	     0},
 	};
 	fx f;
 	fx_open(&f, script, 2, NULL);
 	tl_res r = {0};
 	int64_t t0 = sf_mono_ns();
-	cr_assert_eq(sf_kube_create(f.c, &SF_GVR_CONFIGMAPS, "ns", "{\"metadata\":{\"name\":\"x\"}}", tl_res_cb, &r, NULL), 0);
+	cr_assert_eq(sf_kube_create(f.c, &SF_GVR_CONFIGMAPS, "ns",
+	                            "{\"metadata\":{\"name\":\"x\"}}", tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&f.loop, &r, 10000);
 	int64_t el = sf_mono_ns() - t0;
 	cr_assert_eq(r.http_status, 201, "%ld %s", r.http_status, r.message);
 	cr_assert_str_eq(r.obj->rv, "7");
-	cr_assert(el >= 900 * SF_NSEC_PER_MSEC, "retried after %lld ms, before Retry-After", (long long)(el / SF_NSEC_PER_MSEC));
+	cr_assert(el >= 900 * SF_NSEC_PER_MSEC, "retried after %lld ms, before Retry-After",
+	          (long long)(el / SF_NSEC_PER_MSEC));
 	cr_assert_eq(fakesrv_requests(f.srv), 2);
 	sf_kube_client_stats s;
 	sf_kube_client_stats_get(f.c, &s);
@@ -246,14 +270,22 @@ Test(client_errors, too_many_requests_honours_retry_after)
 Test(client_errors, server_errors_with_retry_after_are_retried_only_when_idempotent)
 {
 	static const fake_resp script[] = {
-		{"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
-		 "the server is shutting down", 0},
-		{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
-		 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\",\"resourceVersion\":\"8\"}}", 0},
-		{"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
-		 "the server is shutting down", 0},
-		{"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
-		 "no Retry-After", 0},
+	    {"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: "
+	     "text/plain\r\nConnection: close\r\n\r\n"
+	     "the server is shutting down",
+	     0},
+	    {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+	     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\","
+	     "\"namespace\":\"ns\",\"resourceVersion\":\"8\"}}",
+	     0},
+	    {"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: "
+	     "text/plain\r\nConnection: close\r\n\r\n"
+	     "the server is shutting down",
+	     0},
+	    {"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nConnection: "
+	     "close\r\n\r\n"
+	     "no Retry-After",
+	     0},
 	};
 	fx f;
 	fx_open(&f, script, 4, NULL);
@@ -265,7 +297,9 @@ Test(client_errors, server_errors_with_retry_after_are_retried_only_when_idempot
 	cr_assert(sf_mono_ns() - t0 >= 900 * SF_NSEC_PER_MSEC, "retried before Retry-After");
 	tl_res_clear(&r);
 	/* a create answered 503 + Retry-After: not sent again */
-	cr_assert_eq(sf_kube_create(f.c, &SF_GVR_CONFIGMAPS, "ns", "{\"metadata\":{\"name\":\"y\"}}", tl_res_cb, &r, NULL), 0);
+	cr_assert_eq(sf_kube_create(f.c, &SF_GVR_CONFIGMAPS, "ns",
+	                            "{\"metadata\":{\"name\":\"y\"}}", tl_res_cb, &r, NULL),
+	             0);
 	tl_wait(&f.loop, &r, 10000);
 	cr_assert_eq(r.http_status, 503);
 	tl_res_clear(&r);
@@ -300,15 +334,19 @@ static int on_ev(void *ud, sf_watch_type t, sf_obj *o)
 Test(client_errors, watch_cut_mid_event_is_an_error_after_the_whole_events)
 {
 	static const fake_resp script[] = {
-		{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
-		 "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}}}\n"
-		 "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"2\"}}}\n"
-		 "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"na", 0},
+	    {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+	     "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+	     "\"1\"}}}\n"
+	     "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+	     "\"2\"}}}\n"
+	     "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"na",
+	     0},
 	};
 	fx f;
 	fx_open(&f, script, 1, NULL);
 	wctx w = {0};
-	cr_assert_eq(sf_kube_watch(f.c, &SF_GVR_CONFIGMAPS, "ns", NULL, on_ev, tl_res_cb, &w, NULL), 0);
+	cr_assert_eq(sf_kube_watch(f.c, &SF_GVR_CONFIGMAPS, "ns", NULL, on_ev, tl_res_cb, &w, NULL),
+	             0);
 	tl_wait(&f.loop, &w.r, 5000);
 	cr_assert_eq(w.events, 2);
 	cr_assert_eq(w.last, SF_WATCH_MODIFIED);
@@ -359,8 +397,11 @@ Test(client_errors, connection_refused_is_transport_error)
 	fx_open(&f, NULL, 0, NULL);
 	/* point a second client at a port nobody listens on */
 	char y[512];
-	snprintf(y, sizeof(y), "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\n"
-			       "users:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n");
+	snprintf(y, sizeof(y),
+	         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  "
+	         "cluster:\n    server: http://127.0.0.1:1\n"
+	         "users:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: c, "
+	         "user: u}\n");
 	sf_kube_config *cfg;
 	sf_kube_client *c2 = tl_inline_client(&f.loop, y, NULL, &cfg);
 	tl_res r = {0};
@@ -375,11 +416,14 @@ Test(client_errors, connection_refused_is_transport_error)
 	fx_close(&f);
 }
 
-#define OK_RESP "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"major\":\"1\"}"
+#define OK_RESP                                                                                    \
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: "                        \
+	"close\r\n\r\n{\"major\":\"1\"}"
 
 Test(client_errors, token_bucket_spaces_requests)
 {
-	static const fake_resp script[] = {{OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0}};
+	static const fake_resp script[] = {{OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0},
+	                                   {OK_RESP, 0}, {OK_RESP, 0}, {OK_RESP, 0}};
 	sf_kube_client_opts o = {.qps = 10, .burst = 2};
 	fx f;
 	fx_open(&f, script, 6, &o);
@@ -394,7 +438,8 @@ Test(client_errors, token_bucket_spaces_requests)
 		tl_wait(&f.loop, &r[i], 10000);
 	int64_t el = sf_mono_ns() - t0;
 	/* 2 at once from the burst, then 4 more at 10/s: at least ~400 ms */
-	cr_assert(el >= 350 * SF_NSEC_PER_MSEC, "6 requests took only %lld ms", (long long)(el / SF_NSEC_PER_MSEC));
+	cr_assert(el >= 350 * SF_NSEC_PER_MSEC, "6 requests took only %lld ms",
+	          (long long)(el / SF_NSEC_PER_MSEC));
 	for (int i = 0; i < 6; i++) {
 		cr_assert_eq(r[i].http_status, 200);
 		tl_res_clear(&r[i]);
@@ -480,14 +525,14 @@ Test(client_paths, list_and_watch_list_queries)
 	                       .resource_version = "7",
 	                       .resource_version_match = "NotOlderThan"};
 	tl_res r = {0};
-	cr_assert_eq(sf_kube_list(f.c, &SF_GVR_CONFIGMAPS, "ns", &o, drop_item, tl_res_cb, &r, NULL),
-	             0);
+	cr_assert_eq(
+	    sf_kube_list(f.c, &SF_GVR_CONFIGMAPS, "ns", &o, drop_item, tl_res_cb, &r, NULL), 0);
 	tl_wait(&f.loop, &r, 5000);
 	tl_res_clear(&r);
 	o.continue_token = NULL;
 	memset(&r, 0, sizeof(r));
-	cr_assert_eq(sf_kube_list(f.c, &SF_GVR_CONFIGMAPS, "ns", &o, drop_item, tl_res_cb, &r, NULL),
-	             0);
+	cr_assert_eq(
+	    sf_kube_list(f.c, &SF_GVR_CONFIGMAPS, "ns", &o, drop_item, tl_res_cb, &r, NULL), 0);
 	tl_wait(&f.loop, &r, 5000);
 	tl_res_clear(&r);
 	sf_kube_list_opts w = {.resource_version_match = "NotOlderThan",
@@ -495,7 +540,8 @@ Test(client_paths, list_and_watch_list_queries)
 	                       .allow_bookmarks = 1,
 	                       .timeout_seconds = 30};
 	wctx wc = {0};
-	cr_assert_eq(sf_kube_watch(f.c, &SF_GVR_CONFIGMAPS, "ns", &w, on_ev, tl_res_cb, &wc, NULL), 0);
+	cr_assert_eq(sf_kube_watch(f.c, &SF_GVR_CONFIGMAPS, "ns", &w, on_ev, tl_res_cb, &wc, NULL),
+	             0);
 	tl_wait(&f.loop, &wc.r, 5000);
 	tl_res_clear(&wc.r);
 	char line[3][512];
@@ -504,10 +550,10 @@ Test(client_paths, list_and_watch_list_queries)
 		cr_assert_not_null(q);
 		snprintf(line[i], sizeof(line[i]), "%.*s", (int)strcspn(q, "\r\n"), q);
 	}
-	cr_assert_str_eq(line[0], "GET /api/v1/namespaces/ns/configmaps?limit=50&continue=tok HTTP/1.1");
-	cr_assert_str_eq(line[1],
-	                 "GET /api/v1/namespaces/ns/configmaps?resourceVersion=7&"
-	                 "resourceVersionMatch=NotOlderThan&limit=50 HTTP/1.1");
+	cr_assert_str_eq(line[0],
+	                 "GET /api/v1/namespaces/ns/configmaps?limit=50&continue=tok HTTP/1.1");
+	cr_assert_str_eq(line[1], "GET /api/v1/namespaces/ns/configmaps?resourceVersion=7&"
+	                          "resourceVersionMatch=NotOlderThan&limit=50 HTTP/1.1");
 	cr_assert_str_eq(line[2],
 	                 "GET /api/v1/namespaces/ns/configmaps?watch=true&resourceVersionMatch="
 	                 "NotOlderThan&timeoutSeconds=30&allowWatchBookmarks=true&"
@@ -525,8 +571,9 @@ static double prom_value(const char *text, const char *line_prefix)
 }
 
 #define OK_CM                                                                                      \
-	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"          \
-	"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":" \
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"           \
+	"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\","              \
+	"\"namespace\":"                                                                           \
 	"\"ns\",\"resourceVersion\":\"7\"}}"
 
 /* rest_client_rate_limiter_duration_seconds holds the wait for a token,
@@ -553,22 +600,32 @@ Test(client_metrics, limiter_wait_and_request_time_apart)
 	sf_buf out;
 	sf_buf_init(&out, 0);
 	cr_assert_eq(sf_prom_render(p, &out), 0);
-	snprintf(pre, sizeof(pre), "rest_client_rate_limiter_duration_seconds_count{verb=\"GET\",host=\"%s\"} ", host);
+	snprintf(pre, sizeof(pre),
+	         "rest_client_rate_limiter_duration_seconds_count{verb=\"GET\",host=\"%s\"} ",
+	         host);
 	cr_assert_eq(prom_value(out.data, pre), 2, "%s", out.data);
-	snprintf(pre, sizeof(pre), "rest_client_rate_limiter_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
+	snprintf(pre, sizeof(pre),
+	         "rest_client_rate_limiter_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
 	double waited = prom_value(out.data, pre);
 	cr_assert_geq(waited, 0.19, "%s", out.data);
-	snprintf(pre, sizeof(pre), "rest_client_rate_limiter_duration_seconds_bucket{verb=\"GET\",host=\"%s\",le=\"0.005\"} ", host);
+	snprintf(pre, sizeof(pre),
+	         "rest_client_rate_limiter_duration_seconds_bucket{verb=\"GET\",host=\"%s\",le=\"0."
+	         "005\"} ",
+	         host);
 	cr_assert_eq(prom_value(out.data, pre), 1, "the first had its token at once: %s", out.data);
-	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"%s\"} ", host);
+	snprintf(pre, sizeof(pre),
+	         "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"%s\"} ", host);
 	cr_assert_eq(prom_value(out.data, pre), 2, "%s", out.data);
-	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
-	cr_assert_lt(prom_value(out.data, pre), waited, "the limiter's wait is not request time: %s", out.data);
+	snprintf(pre, sizeof(pre),
+	         "rest_client_request_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
+	cr_assert_lt(prom_value(out.data, pre), waited,
+	             "the limiter's wait is not request time: %s", out.data);
 	cr_assert_null(strstr(out.data, "verb=\"POST\""), "no sample for a verb never used");
 	sf_prom_free(p);
 
 	/* a server that takes 300 ms (here: never answers, the request times out) */
-	sf_kube_req rq = {.method = "GET", .gvr = &SF_GVR_CONFIGMAPS, .ns = "ns", .name = "x", .timeout_ms = 300};
+	sf_kube_req rq = {
+	    .method = "GET", .gvr = &SF_GVR_CONFIGMAPS, .ns = "ns", .name = "x", .timeout_ms = 300};
 	cr_assert_eq(sf_kube_do(f.c, &rq, tl_res_cb, &h, NULL), 0);
 	tl_wait(&f.loop, &h, 10000);
 	cr_assert_neq(h.err, 0);
@@ -576,11 +633,16 @@ Test(client_metrics, limiter_wait_and_request_time_apart)
 	cr_assert_eq(sf_kube_client_metrics_write(f.c, p), 0);
 	sf_buf_reset(&out);
 	cr_assert_eq(sf_prom_render(p, &out), 0);
-	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"%s\"} ", host);
+	snprintf(pre, sizeof(pre),
+	         "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"%s\"} ", host);
 	cr_assert_eq(prom_value(out.data, pre), 3, "%s", out.data);
-	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
+	snprintf(pre, sizeof(pre),
+	         "rest_client_request_duration_seconds_sum{verb=\"GET\",host=\"%s\"} ", host);
 	cr_assert_geq(prom_value(out.data, pre), 0.3, "%s", out.data);
-	snprintf(pre, sizeof(pre), "rest_client_request_duration_seconds_bucket{verb=\"GET\",host=\"%s\",le=\"0.25\"} ", host);
+	snprintf(
+	    pre, sizeof(pre),
+	    "rest_client_request_duration_seconds_bucket{verb=\"GET\",host=\"%s\",le=\"0.25\"} ",
+	    host);
 	cr_assert_eq(prom_value(out.data, pre), 2, "%s", out.data);
 	sf_prom_free(p);
 	sf_buf_free(&out);

@@ -46,12 +46,12 @@ static void expect_str(sf_jv v, const char *want)
 }
 
 static const char *pod =
-	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-0\",\"namespace\":"
-	"\"prod\",\"uid\":\"1f2e\",\"resourceVersion\":\"4711\",\"labels\":{\"app.kubernetes.io/"
-	"name\":\"web\",\"tier\":\"front\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
-	"\"nginx:1.25\",\"ports\":[{\"containerPort\":80},{\"containerPort\":443}]},{\"name\":"
-	"\"sidecar\",\"args\":[\"-v\",\"--x=[1,2]\"]}],\"priority\":-12,\"hostNetwork\":false,"
-	"\"nodeName\":null,\"ratio\":0.25,\"big\":123456789012345678901234567890}}";
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-0\",\"namespace\":"
+    "\"prod\",\"uid\":\"1f2e\",\"resourceVersion\":\"4711\",\"labels\":{\"app.kubernetes.io/"
+    "name\":\"web\",\"tier\":\"front\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
+    "\"nginx:1.25\",\"ports\":[{\"containerPort\":80},{\"containerPort\":443}]},{\"name\":"
+    "\"sidecar\",\"args\":[\"-v\",\"--x=[1,2]\"]}],\"priority\":-12,\"hostNetwork\":false,"
+    "\"nodeName\":null,\"ratio\":0.25,\"big\":123456789012345678901234567890}}";
 
 Test(json, types)
 {
@@ -188,7 +188,8 @@ Test(json, string_escapes)
 	/* Unpaired surrogates become U+FFFD. */
 	expect_str(root("\"\\ud83dx\""), "\xef\xbf\xbdx");
 	expect_str(root("\"\\ude00\""), "\xef\xbf\xbd");
-	expect_str(root("\"\\ud83d\\u0041\""), "\xef\xbf\xbd" "A");
+	expect_str(root("\"\\ud83d\\u0041\""), "\xef\xbf\xbd"
+	                                       "A");
 	/* Raw UTF-8 passes through. */
 	expect_str(root("\"\xe6\x97\xa5\xe6\x9c\xac\""), "\xe6\x97\xa5\xe6\x9c\xac");
 	expect_str(root("\"\""), "");
@@ -283,11 +284,12 @@ static char *minify(const char *in, int *rc, char *err, size_t errlen)
 
 Test(json, minify_pretty)
 {
-	const char *pretty = "{\n  \"kind\" : \"Pod\",\n  \"metadata\": {\n    \"name\": \"a/b\",\n"
-			     "    \"labels\": { }\n  },\n  \"n\": [ 1, -2.50, 3e+10, 1E-7, 0 ],\n"
-			     "  \"big\": 123456789012345678901234567890,\n  \"t\": true, \"f\": false,"
-			     " \"z\": null,\r\n  \"s\": \"\\u00e9\xe2\x82\xac\\/\\n\\u0001\\\"\",\n"
-			     "  \"e\": [ ], \"emoji\": \"\\ud83d\\ude00\"\n}\n";
+	const char *pretty =
+	    "{\n  \"kind\" : \"Pod\",\n  \"metadata\": {\n    \"name\": \"a/b\",\n"
+	    "    \"labels\": { }\n  },\n  \"n\": [ 1, -2.50, 3e+10, 1E-7, 0 ],\n"
+	    "  \"big\": 123456789012345678901234567890,\n  \"t\": true, \"f\": false,"
+	    " \"z\": null,\r\n  \"s\": \"\\u00e9\xe2\x82\xac\\/\\n\\u0001\\\"\",\n"
+	    "  \"e\": [ ], \"emoji\": \"\\ud83d\\ude00\"\n}\n";
 	int rc;
 	char err[128] = "unchanged";
 	char *out = minify(pretty, &rc, err, sizeof(err));
@@ -296,10 +298,10 @@ Test(json, minify_pretty)
 	/* Numbers pass through as written; strings are re-escaped minimally
 	 * (UTF-8 kept, '/' not escaped, control characters escaped). */
 	cr_expect_str_eq(out, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a/b\",\"labels\":{}},"
-			      "\"n\":[1,-2.50,3e+10,1E-7,0],\"big\":123456789012345678901234567890,"
-			      "\"t\":true,\"f\":false,\"z\":null,"
-			      "\"s\":\"\xc3\xa9\xe2\x82\xac/\\n\\u0001\\\"\",\"e\":[],"
-			      "\"emoji\":\"\xf0\x9f\x98\x80\"}");
+	                      "\"n\":[1,-2.50,3e+10,1E-7,0],\"big\":123456789012345678901234567890,"
+	                      "\"t\":true,\"f\":false,\"z\":null,"
+	                      "\"s\":\"\xc3\xa9\xe2\x82\xac/\\n\\u0001\\\"\",\"e\":[],"
+	                      "\"emoji\":\"\xf0\x9f\x98\x80\"}");
 	/* The result is stable and readable with views. */
 	int rc2;
 	char *again = minify(out, &rc2, err, sizeof(err));
@@ -349,7 +351,8 @@ static void expect_invalid(const char *in, const char *reason, size_t at)
 	char *out = minify(in, &rc, err, sizeof(err));
 	cr_expect_eq(rc, -EBADMSG, "input %s", in);
 	cr_expect_str_eq(out, "", "input %s", in);
-	cr_expect(strstr(err, reason) != NULL, "input %s: error \"%s\" lacks \"%s\"", in, err, reason);
+	cr_expect(strstr(err, reason) != NULL, "input %s: error \"%s\" lacks \"%s\"", in, err,
+	          reason);
 	char pos[48];
 	snprintf(pos, sizeof(pos), "at byte %zu:", at);
 	cr_expect(strstr(err, pos) != NULL, "input %s: error \"%s\" lacks \"%s\"", in, err, pos);
@@ -542,11 +545,11 @@ Test(json, obj_parse)
 {
 	char err[128] = "";
 	const char *t = "{\n \"metadata\": {\"namespace\": \"ns1\", \"name\": \"n1\",\n"
-			" \"resourceVersion\": \"99\"},\n \"data\": {\"k\": \"v\"}\n}\n";
+	                " \"resourceVersion\": \"99\"},\n \"data\": {\"k\": \"v\"}\n}\n";
 	sf_obj *o = sf_obj_parse(t, strlen(t), err, sizeof(err));
 	cr_assert_not_null(o, "%s", err);
 	cr_expect_str_eq(o->json, "{\"metadata\":{\"namespace\":\"ns1\",\"name\":\"n1\","
-				  "\"resourceVersion\":\"99\"},\"data\":{\"k\":\"v\"}}");
+	                          "\"resourceVersion\":\"99\"},\"data\":{\"k\":\"v\"}}");
 	cr_expect_str_eq(o->ns, "ns1");
 	cr_expect_str_eq(o->name, "n1");
 	cr_expect_str_eq(o->rv, "99");
@@ -625,13 +628,16 @@ Test(buf, detach_of_empty_buffer_is_an_empty_string)
 Test(json, strip_managed_fields_keeps_everything_else)
 {
 	const char *cases[][2] = {
-		{"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":{\"f:x\":{}}}],\"uid\":\"u\"},\"spec\":{}}",
-		 "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":{}}"},
-		{"{\"metadata\":{\"name\":\"a\",\"managedFields\":[]}}", "{\"metadata\":{\"name\":\"a\"}}"},
-		{"{\"metadata\":{\"managedFields\":[],\"name\":\"a\"}}", "{\"metadata\":{\"name\":\"a\"}}"},
-		{"{\"metadata\":{\"managedFields\":[]}}", "{\"metadata\":{}}"},
-		{"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"managedFields\":1}}",
-		 "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"managedFields\":1}}"},
+	    {"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":{"
+	     "\"f:x\":{}}}],\"uid\":\"u\"},\"spec\":{}}",
+	     "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":{}}"},
+	    {"{\"metadata\":{\"name\":\"a\",\"managedFields\":[]}}",
+	     "{\"metadata\":{\"name\":\"a\"}}"},
+	    {"{\"metadata\":{\"managedFields\":[],\"name\":\"a\"}}",
+	     "{\"metadata\":{\"name\":\"a\"}}"},
+	    {"{\"metadata\":{\"managedFields\":[]}}", "{\"metadata\":{}}"},
+	    {"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"managedFields\":1}}",
+	     "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"managedFields\":1}}"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		sf_obj *o = sf_obj_new(cases[i][0], strlen(cases[i][0]));
@@ -686,18 +692,28 @@ static void transform_cases(sf_obj *(*transform)(sf_obj *, const char *const *),
 
 Test(json, project_keeps_the_named_members_and_drops_the_rest)
 {
-	static const char *const paths[] = {"metadata.name", "spec.containers[].resources",
+	static const char *const paths[] = {"metadata.name",
+	                                    "spec.containers[].resources",
 	                                    "status.containerStatuses[].state.terminated",
-	                                    "status.phase", "list[]", NULL};
+	                                    "status.phase",
+	                                    "list[]",
+	                                    NULL};
 	const char *cases[][2] = {
-		{"{\"metadata\":{\"name\":\"p\",\"annotations\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"i\",\"resources\":{\"limits\":{\"x\":\"1\"}}},{\"name\":\"b\"}],\"volumes\":[]},\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"a\",\"state\":{\"terminated\":{\"exitCode\":1}},\"image\":\"i\"}],\"conditions\":[]}}",
-		 "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"x\":\"1\"}}},{}]},\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"exitCode\":1}}}]}}"},
-		/* a path through something that is not an object keeps it whole */
-		{"{\"metadata\":\"m\",\"spec\":{\"containers\":7},\"other\":1}", "{\"metadata\":\"m\",\"spec\":{\"containers\":7}}"},
-		{"{\"list\":[1,{\"a\":2}],\"x\":[]}", "{\"list\":[1,{\"a\":2}]}"},
-		/* a path ending in [] that meets something else keeps it whole */
-		{"{\"list\":{\"a\":2},\"x\":[]}", "{\"list\":{\"a\":2}}"},
-		{"{}", "{}"},
+	    {"{\"metadata\":{\"name\":\"p\",\"annotations\":{\"a\":\"b\"}},\"spec\":{"
+	     "\"containers\":[{\"name\":\"a\",\"image\":\"i\",\"resources\":{\"limits\":{\"x\":"
+	     "\"1\"}}},{\"name\":\"b\"}],\"volumes\":[]},\"status\":{\"phase\":\"Failed\","
+	     "\"containerStatuses\":[{\"name\":\"a\",\"state\":{\"terminated\":{\"exitCode\":1}},"
+	     "\"image\":\"i\"}],\"conditions\":[]}}",
+	     "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{"
+	     "\"x\":\"1\"}}},{}]},\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{"
+	     "\"state\":{\"terminated\":{\"exitCode\":1}}}]}}"},
+	    /* a path through something that is not an object keeps it whole */
+	    {"{\"metadata\":\"m\",\"spec\":{\"containers\":7},\"other\":1}",
+	     "{\"metadata\":\"m\",\"spec\":{\"containers\":7}}"},
+	    {"{\"list\":[1,{\"a\":2}],\"x\":[]}", "{\"list\":[1,{\"a\":2}]}"},
+	    /* a path ending in [] that meets something else keeps it whole */
+	    {"{\"list\":{\"a\":2},\"x\":[]}", "{\"list\":{\"a\":2}}"},
+	    {"{}", "{}"},
 	};
 	transform_cases(sf_obj_project, paths, cases, sizeof(cases) / sizeof(cases[0]));
 }
@@ -733,13 +749,13 @@ Test(json, project_a_quoted_segment_keeps_one_label)
 	static const char *const paths[] = {"metadata.name", "metadata.labels.'example.com/keep'",
 	                                    "metadata.annotations.'a.b'", "status.'x", NULL};
 	const char *cases[][2] = {
-		{"{\"metadata\":{\"name\":\"p\",\"labels\":{\"job-name\":\"j\",\"example.com/keep\":"
-		 "\"v\",\"example.com/keep2\":\"w\"},\"annotations\":{\"a\":{\"b\":1},\"a.b\":\"2\"}},"
-		 "\"status\":{\"'x\":1,\"x\":2}}",
-		 "{\"metadata\":{\"name\":\"p\",\"labels\":{\"example.com/keep\":\"v\"},"
-		 "\"annotations\":{\"a.b\":\"2\"}},\"status\":{}}"},
-		/* an unterminated quote names nothing */
-		{"{\"metadata\":{\"labels\":{\"other\":\"o\"}}}", "{\"metadata\":{\"labels\":{}}}"},
+	    {"{\"metadata\":{\"name\":\"p\",\"labels\":{\"job-name\":\"j\",\"example.com/keep\":"
+	     "\"v\",\"example.com/keep2\":\"w\"},\"annotations\":{\"a\":{\"b\":1},\"a.b\":\"2\"}},"
+	     "\"status\":{\"'x\":1,\"x\":2}}",
+	     "{\"metadata\":{\"name\":\"p\",\"labels\":{\"example.com/keep\":\"v\"},"
+	     "\"annotations\":{\"a.b\":\"2\"}},\"status\":{}}"},
+	    /* an unterminated quote names nothing */
+	    {"{\"metadata\":{\"labels\":{\"other\":\"o\"}}}", "{\"metadata\":{\"labels\":{}}}"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		sf_obj *o = sf_obj_new(cases[i][0], strlen(cases[i][0]));

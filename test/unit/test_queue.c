@@ -21,10 +21,10 @@ typedef struct rec {
 	char keys[MAX_REC][32];
 	uint64_t at_ns[MAX_REC];
 	size_t n;
-	int finish_now;      /* call sf_queue_done inside process */
-	int readd_once;      /* add the key again while processing it, once */
-	int shutdown_on;     /* shut the queue down on the first hand-out */
-	int close_on;        /* close the queue on the first hand-out */
+	int finish_now;  /* call sf_queue_done inside process */
+	int readd_once;  /* add the key again while processing it, once */
+	int shutdown_on; /* shut the queue down on the first hand-out */
+	int close_on;    /* close the queue on the first hand-out */
 	int closed;
 } rec;
 

@@ -55,23 +55,23 @@ static void rec_clear(rec *r)
  * is pretty-printed (whitespace inside an event), the pod carries escapes,
  * non-ASCII text and a number beyond 64 bits. */
 static const char *const events[] = {
-	"{\"type\": \"ADDED\",\n \"object\": {\"apiVersion\": \"v1\", \"kind\": \"Pod\",\n"
-	"  \"metadata\": {\"name\": \"web-0\", \"namespace\": \"prod\", \"uid\": \"u-1\","
-	" \"resourceVersion\": \"100\", \"labels\": {\"app\": \"web\"}},\n"
-	"  \"spec\": {\"containers\": [{\"name\": \"app\", \"image\": \"nginx\","
-	" \"args\": [\"--msg=caf\\u00e9 \\\"x\\\"\", \"a/b\"]}]},\n"
-	"  \"status\": {\"phase\": \"Pending\", \"big\": 184467440737095516160}}}",
-	"{\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-0\","
-	"\"namespace\":\"prod\",\"uid\":\"u-1\",\"resourceVersion\":\"101\"},"
-	"\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":"
-	"\"True\"}]}},\"type\":\"MODIFIED\",\"extra\":{\"ignored\":[1,{\"type\":\"ERROR\"}]}}",
-	"{\"type\":\"DELETED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
-	"{\"name\":\"web-0\",\"namespace\":\"prod\",\"uid\":\"u-1\",\"resourceVersion\":\"102\"}}}",
-	"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":"
-	"{\"resourceVersion\":\"150\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}",
-	"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
-	"\"status\":\"Failure\",\"message\":\"too old resource version: 100 (150)\","
-	"\"reason\":\"Expired\",\"code\":410}}",
+    "{\"type\": \"ADDED\",\n \"object\": {\"apiVersion\": \"v1\", \"kind\": \"Pod\",\n"
+    "  \"metadata\": {\"name\": \"web-0\", \"namespace\": \"prod\", \"uid\": \"u-1\","
+    " \"resourceVersion\": \"100\", \"labels\": {\"app\": \"web\"}},\n"
+    "  \"spec\": {\"containers\": [{\"name\": \"app\", \"image\": \"nginx\","
+    " \"args\": [\"--msg=caf\\u00e9 \\\"x\\\"\", \"a/b\"]}]},\n"
+    "  \"status\": {\"phase\": \"Pending\", \"big\": 184467440737095516160}}}",
+    "{\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-0\","
+    "\"namespace\":\"prod\",\"uid\":\"u-1\",\"resourceVersion\":\"101\"},"
+    "\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":"
+    "\"True\"}]}},\"type\":\"MODIFIED\",\"extra\":{\"ignored\":[1,{\"type\":\"ERROR\"}]}}",
+    "{\"type\":\"DELETED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+    "{\"name\":\"web-0\",\"namespace\":\"prod\",\"uid\":\"u-1\",\"resourceVersion\":\"102\"}}}",
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":"
+    "{\"resourceVersion\":\"150\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}",
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+    "\"status\":\"Failure\",\"message\":\"too old resource version: 100 (150)\","
+    "\"reason\":\"Expired\",\"code\":410}}",
 };
 #define NEV (sizeof(events) / sizeof(events[0]))
 
@@ -105,12 +105,13 @@ static void check_reference(const rec *r)
 	cr_expect_eq(r->ev[2].type, SF_WATCH_DELETED);
 	cr_expect_eq(r->ev[3].type, SF_WATCH_BOOKMARK);
 	cr_expect_eq(r->ev[4].type, SF_WATCH_ERROR);
-	cr_expect_str_eq(r->ev[0].json,
-			 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-0\","
-			 "\"namespace\":\"prod\",\"uid\":\"u-1\",\"resourceVersion\":\"100\","
-			 "\"labels\":{\"app\":\"web\"}},\"spec\":{\"containers\":[{\"name\":\"app\","
-			 "\"image\":\"nginx\",\"args\":[\"--msg=caf\xc3\xa9 \\\"x\\\"\",\"a/b\"]}]},"
-			 "\"status\":{\"phase\":\"Pending\",\"big\":184467440737095516160}}");
+	cr_expect_str_eq(
+	    r->ev[0].json,
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-0\","
+	    "\"namespace\":\"prod\",\"uid\":\"u-1\",\"resourceVersion\":\"100\","
+	    "\"labels\":{\"app\":\"web\"}},\"spec\":{\"containers\":[{\"name\":\"app\","
+	    "\"image\":\"nginx\",\"args\":[\"--msg=caf\xc3\xa9 \\\"x\\\"\",\"a/b\"]}]},"
+	    "\"status\":{\"phase\":\"Pending\",\"big\":184467440737095516160}}");
 	cr_expect_str_eq(r->ev[0].name, "web-0");
 	cr_expect_str_eq(r->ev[0].rv, "100");
 	cr_expect_str_eq(r->ev[1].rv, "101");
@@ -177,11 +178,11 @@ Test(watch, every_split)
 		rec r = {0};
 		sf_watch_decoder *d = new_watch(&r, 0);
 		cr_assert_eq(sf_watch_decoder_feed(d, s, cut), 0, "cut %zu: %s", cut,
-			     sf_watch_decoder_error(d));
+		             sf_watch_decoder_error(d));
 		cr_assert_eq(sf_watch_decoder_feed(d, s + cut, n - cut), 0, "cut %zu: %s", cut,
-			     sf_watch_decoder_error(d));
+		             sf_watch_decoder_error(d));
 		cr_assert_eq(sf_watch_decoder_finish(d), 0, "cut %zu: %s", cut,
-			     sf_watch_decoder_error(d));
+		             sf_watch_decoder_error(d));
 		char how[32];
 		snprintf(how, sizeof(how), "cut at %zu", cut);
 		expect_same(&r, &ref, how);
@@ -204,7 +205,7 @@ Test(watch, byte_at_a_time)
 	size_t next = 0;
 	for (size_t i = 0; i < n; i++) {
 		cr_assert_eq(sf_watch_decoder_feed(d, s + i, 1), 0, "byte %zu: %s", i,
-			     sf_watch_decoder_error(d));
+		             sf_watch_decoder_error(d));
 		/* Each event is delivered as soon as its closing brace arrives. */
 		if (next < NEV && i + 1 == ends[next])
 			next++;
@@ -242,8 +243,8 @@ Test(watch, truncated)
 			cr_assert_eq(rc, 0, "cut %zu: %s", cut, sf_watch_decoder_error(d));
 		} else {
 			cr_assert_eq(rc, -EBADMSG, "cut %zu", cut);
-			cr_assert(strstr(sf_watch_decoder_error(d), "truncated") != NULL, "cut %zu: %s",
-				  cut, sf_watch_decoder_error(d));
+			cr_assert(strstr(sf_watch_decoder_error(d), "truncated") != NULL,
+			          "cut %zu: %s", cut, sf_watch_decoder_error(d));
 			/* Errors stick. */
 			cr_assert_eq(sf_watch_decoder_feed(d, "\n", 1), -EBADMSG);
 			cr_assert_eq(sf_watch_decoder_finish(d), -EBADMSG);
@@ -282,7 +283,7 @@ static void expect_bad_after(const char *in, size_t n, const char *why, size_t g
 		rc = sf_watch_decoder_finish(d);
 	cr_expect_eq(rc, -EBADMSG, "input %.*s", (int)n, in);
 	cr_expect(strstr(sf_watch_decoder_error(d), why) != NULL, "input %.*s: \"%s\" lacks \"%s\"",
-		  (int)n, in, sf_watch_decoder_error(d), why);
+	          (int)n, in, sf_watch_decoder_error(d), why);
 	cr_expect_eq(r.n, good, "input %.*s", (int)n, in);
 	/* After an error the decoder accepts nothing more. */
 	cr_expect_eq(sf_watch_decoder_feed(d, events[2], strlen(events[2])), -EBADMSG);
@@ -357,9 +358,10 @@ Test(watch, size_cap)
 {
 	const char *small = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n";
 	char big[512];
-	snprintf(big, sizeof(big),
-		 "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\"},\"data\":\"%0200d\"}}\n",
-		 0);
+	snprintf(
+	    big, sizeof(big),
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\"},\"data\":\"%0200d\"}}\n",
+	    0);
 	rec r = {0};
 	sf_watch_decoder *d = new_watch(&r, 128);
 	cr_assert_eq(sf_watch_decoder_feed(d, small, strlen(small)), 0);
@@ -368,7 +370,7 @@ Test(watch, size_cap)
 	int rc = sf_watch_decoder_feed(d, big, strlen(big));
 	cr_expect_eq(rc, -E2BIG);
 	cr_expect(strstr(sf_watch_decoder_error(d), "larger than 128 bytes") != NULL, "%s",
-		  sf_watch_decoder_error(d));
+	          sf_watch_decoder_error(d));
 	cr_expect_eq(r.n, 1);
 	cr_expect_eq(sf_watch_decoder_finish(d), -E2BIG);
 	sf_watch_decoder_free(d);
@@ -490,15 +492,15 @@ static void items_clear(items *it)
 }
 
 static const char list_body[] =
-	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"9001\","
-	"\"continue\":\"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6OTAwMSwic3RhcnQiOiJiXHUwMDAwIn0\","
-	"\"remainingItemCount\":42},\n\"items\": [\n"
-	" {\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"1\"},"
-	"\"spec\":{\"items\":[{\"metadata\":{\"resourceVersion\":\"x\"}}]}},\n"
-	" {\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"2\"},"
-	"\"status\":{\"n\":-1.5e-3,\"list\":[[],{}]}},\n"
-	" {\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"resourceVersion\":\"3\","
-	"\"labels\":{\"continue\":\"no\"}}}\n]}\n";
+    "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"9001\","
+    "\"continue\":\"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6OTAwMSwic3RhcnQiOiJiXHUwMDAwIn0\","
+    "\"remainingItemCount\":42},\n\"items\": [\n"
+    " {\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"1\"},"
+    "\"spec\":{\"items\":[{\"metadata\":{\"resourceVersion\":\"x\"}}]}},\n"
+    " {\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"2\"},"
+    "\"status\":{\"n\":-1.5e-3,\"list\":[[],{}]}},\n"
+    " {\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"resourceVersion\":\"3\","
+    "\"labels\":{\"continue\":\"no\"}}}\n]}\n";
 
 static void check_list(const sf_list_decoder *l, const items *it, const char *how)
 {
@@ -507,18 +509,20 @@ static void check_list(const sf_list_decoder *l, const items *it, const char *ho
 	cr_assert_str_eq(it->names[0], "a", "%s", how);
 	cr_assert_str_eq(it->names[1], "b", "%s", how);
 	cr_assert_str_eq(it->names[2], "c", "%s", how);
-	cr_assert_str_eq(it->json[0],
-			 "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"1\"},"
-			 "\"spec\":{\"items\":[{\"metadata\":{\"resourceVersion\":\"x\"}}]}}",
-			 "%s", how);
-	cr_assert_str_eq(it->json[1],
-			 "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"2\"},"
-			 "\"status\":{\"n\":-1.5e-3,\"list\":[[],{}]}}",
-			 "%s", how);
+	cr_assert_str_eq(
+	    it->json[0],
+	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"1\"},"
+	    "\"spec\":{\"items\":[{\"metadata\":{\"resourceVersion\":\"x\"}}]}}",
+	    "%s", how);
+	cr_assert_str_eq(
+	    it->json[1],
+	    "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"2\"},"
+	    "\"status\":{\"n\":-1.5e-3,\"list\":[[],{}]}}",
+	    "%s", how);
 	cr_assert_str_eq(sf_list_decoder_rv(l), "9001", "%s", how);
 	cr_assert_str_eq(sf_list_decoder_continue(l),
-			 "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6OTAwMSwic3RhcnQiOiJiXHUwMDAwIn0", "%s",
-			 how);
+	                 "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6OTAwMSwic3RhcnQiOiJiXHUwMDAwIn0",
+	                 "%s", how);
 	cr_assert_eq(sf_list_decoder_remaining(l), 42, "%s", how);
 	cr_assert_str_eq(sf_list_decoder_kind(l), "PodList", "%s", how);
 	cr_assert_str_eq(sf_list_decoder_error(l), "", "%s", how);
@@ -532,11 +536,11 @@ Test(list, every_split)
 		sf_list_decoder *l = sf_list_decoder_new(on_item, &it, 0);
 		cr_assert_not_null(l);
 		cr_assert_eq(sf_list_decoder_feed(l, list_body, cut), 0, "cut %zu: %s", cut,
-			     sf_list_decoder_error(l));
-		cr_assert_eq(sf_list_decoder_feed(l, list_body + cut, n - cut), 0, "cut %zu: %s", cut,
-			     sf_list_decoder_error(l));
+		             sf_list_decoder_error(l));
+		cr_assert_eq(sf_list_decoder_feed(l, list_body + cut, n - cut), 0, "cut %zu: %s",
+		             cut, sf_list_decoder_error(l));
 		cr_assert_eq(sf_list_decoder_finish(l), 0, "cut %zu: %s", cut,
-			     sf_list_decoder_error(l));
+		             sf_list_decoder_error(l));
 		char how[32];
 		snprintf(how, sizeof(how), "cut at %zu", cut);
 		check_list(l, &it, how);
@@ -568,7 +572,8 @@ Test(list, byte_at_a_time_streams_items)
 
 Test(list, metadata_after_items_and_defaults)
 {
-	const char *b = "{\"items\":[],\"metadata\":{\"resourceVersion\":\"77\"},\"kind\":\"ConfigMapList\"}";
+	const char *b =
+	    "{\"items\":[],\"metadata\":{\"resourceVersion\":\"77\"},\"kind\":\"ConfigMapList\"}";
 	items it = {0};
 	sf_list_decoder *l = sf_list_decoder_new(on_item, &it, 0);
 	cr_assert_not_null(l);
@@ -594,9 +599,10 @@ Test(list, metadata_after_items_and_defaults)
 
 Test(list, status_instead_of_list)
 {
-	const char *b = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-			"\"message\":\"The provided continue parameter is too old\",\"reason\":\"Expired\","
-			"\"code\":410}";
+	const char *b =
+	    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+	    "\"message\":\"The provided continue parameter is too old\",\"reason\":\"Expired\","
+	    "\"code\":410}";
 	items it = {0};
 	sf_list_decoder *l = sf_list_decoder_new(on_item, &it, 0);
 	cr_assert_not_null(l);
@@ -620,7 +626,7 @@ static void expect_list_bad(const char *b, size_t n, int want, const char *why, 
 		rc = sf_list_decoder_finish(l);
 	cr_expect_eq(rc, want, "body %.*s", (int)n, b);
 	cr_expect(strstr(sf_list_decoder_error(l), why) != NULL, "body %.*s: \"%s\" lacks \"%s\"",
-		  (int)n, b, sf_list_decoder_error(l), why);
+	          (int)n, b, sf_list_decoder_error(l), why);
 	cr_expect_eq(sf_list_decoder_feed(l, "{}", 2), want);
 	sf_list_decoder_free(l);
 	items_clear(&it);

@@ -1,5 +1,5 @@
 /*
- * test_election_lib.h - candidate processes for the election tests.
+ * elect_proc.h - candidate processes for the election tests (prefix ep_).
  *
  * Starts test/election's candidate programs (the C one and the client-go
  * one) as child processes on the test's libuv loop, collects their stdout
@@ -9,8 +9,8 @@
  * $(O)/test/election-logs/<identity>-<test pid>.log, printed when a test
  * fails.
  */
-#ifndef STEADFAST_TEST_ELECTION_LIB_H
-#define STEADFAST_TEST_ELECTION_LIB_H
+#ifndef STEADFAST_TEST_ELECT_PROC_H
+#define STEADFAST_TEST_ELECT_PROC_H
 
 #include <stddef.h>
 #include <uv.h>

@@ -1,8 +1,8 @@
 /*
- * test_election_lib.c - candidate processes for the election tests (see
- * test_election_lib.h).
+ * elect_proc.c - candidate processes for the election tests (see
+ * elect_proc.h).
  */
-#include "test_election_lib.h"
+#include "elect_proc.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
